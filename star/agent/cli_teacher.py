@@ -19,6 +19,7 @@ def optional_int(text: str) -> int | None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d, a = TeacherConfig(), AgentConfig()
+    b = d.builtin
     parser.add_argument("--queries", required=True, help="query JSONL (or official CSV), e.g. data/splits/sft_pool.jsonl")
     parser.add_argument("--out", required=True, help="trajectory JSONL to write (atomically)")
     parser.add_argument("--samples", type=int, default=d.samples, help=f"trajectories per query (default {d.samples})")
@@ -36,6 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--style", choices=("compact", "official"), default=a.style)
     parser.add_argument("--eval-mode", choices=("strict", "official"), default=a.eval_mode)
     parser.add_argument("--tool-budget", type=int, default=a.tool_budget)
+    habits = parser.add_argument_group("builtin teacher habits (how much it wanders before answering)")
+    habits.add_argument("--p-redundant", type=float, default=b.p_redundant, help="chance per call of repeating a search")
+    habits.add_argument("--p-typo", type=float, default=b.p_typo, help="chance per city search of a misspelling first")
+    habits.add_argument("--p-skip-distance", type=float, default=b.p_skip_distance,
+                        help="chance of not checking driving/taxi for a leg")
+    habits.add_argument("--max-cities", type=int, default=b.max_cities, help="most candidate cities of a state it explores")
     parser.add_argument("--tokenizer", default=None, help="tokenizer directory to count tokens (default ~4 chars/token)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -98,7 +105,10 @@ def run(args) -> int:
 
     cfg = TeacherConfig(kind=args.teacher, samples=args.samples, queries=args.limit, seed=args.seed,
                         endpoint=args.endpoint, model=args.model, workers=args.workers,
-                        max_new_tokens=args.max_new_tokens)
+                        max_new_tokens=args.max_new_tokens,
+                        builtin=BuiltinTeacherConfig(p_redundant=args.p_redundant, p_typo=args.p_typo,
+                                                     p_skip_distance=args.p_skip_distance,
+                                                     max_cities=args.max_cities))
     agent = AgentConfig(style=args.style, failure_rate=args.failure_rate, eval_mode=args.eval_mode,
                         tool_budget=args.tool_budget)
     queries = load_queries(args.queries)
@@ -112,7 +122,7 @@ def run(args) -> int:
     if cfg.kind == "builtin":
         from star.agent.teacher import BuiltinTeacher
 
-        teacher, workers = BuiltinTeacher(db, agent, BuiltinTeacherConfig(), tokenizer=tokenizer), 1
+        teacher, workers = BuiltinTeacher(db, agent, cfg.builtin, tokenizer=tokenizer), 1
     else:
         if not cfg.endpoint or not cfg.model:
             raise SystemExit("star teacher: --teacher openai needs --endpoint and --model")

@@ -28,6 +28,23 @@ class AgentConfig(BaseModel):
     """Evaluator mode that scores the final plan (`strict` closes the official evaluator's loopholes)."""
 
 
+class BuiltinTeacherConfig(BaseModel):
+    """Behaviour knobs of the rule teacher: how 'human' its exploration is."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
+
+    p_redundant: float = Field(0.12, ge=0.0, le=1.0)
+    """Chance, per call, of repeating an earlier search (as agents do when they lose track)."""
+    p_typo: float = Field(0.06, ge=0.0, le=1.0)
+    """Chance, per city search, of first misspelling the city and correcting it after the error."""
+    p_skip_distance: float = Field(0.15, ge=0.0, le=1.0)
+    """Chance of not checking driving/taxi options for a leg (it may then miss the only feasible mode)."""
+    max_cities: int = Field(5, ge=1)
+    """Most candidate cities of a state the teacher investigates (the rest stay unseen)."""
+    retries: int = Field(2, ge=0)
+    """Times an unavailable tool is retried before the teacher moves on without it."""
+
+
 class TeacherConfig(BaseModel):
     """The rejection-sampling teacher (`star teacher`)."""
 
@@ -53,23 +70,8 @@ class TeacherConfig(BaseModel):
     """Longest assistant turn the LLM teacher may write."""
     workers: int = Field(4, ge=1)
     """Episodes run concurrently (threads; the LLM teacher waits on HTTP)."""
-
-
-class BuiltinTeacherConfig(BaseModel):
-    """Behaviour knobs of the rule teacher: how 'human' its exploration is."""
-
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
-
-    p_redundant: float = Field(0.12, ge=0.0, le=1.0)
-    """Chance, per call, of repeating an earlier search (as agents do when they lose track)."""
-    p_typo: float = Field(0.06, ge=0.0, le=1.0)
-    """Chance, per city search, of first misspelling the city and correcting it after the error."""
-    p_skip_distance: float = Field(0.15, ge=0.0, le=1.0)
-    """Chance of not checking driving/taxi options for a leg (it may then miss the only feasible mode)."""
-    max_cities: int = Field(5, ge=1)
-    """Most candidate cities of a state the teacher investigates (the rest stay unseen)."""
-    retries: int = Field(2, ge=0)
-    """Times an unavailable tool is retried before the teacher moves on without it."""
+    builtin: BuiltinTeacherConfig = BuiltinTeacherConfig()
+    """Exploration habits of the `builtin` teacher (redundant calls, typos, skipped checks)."""
 
 
 class EvalConfig(BaseModel):

@@ -103,6 +103,8 @@ class BuiltinTeacher:
 
     def _call_retrying(self, tool: str, args: dict, think: str) -> ToolResult | None:
         """Call, and retry while the tool is 'not available'; None if it never came back."""
+        if (tool, args) in self._history and tool in ("SearchFlight", "GoogleDistanceMatrix"):
+            return None  # a careful agent remembers a leg it already searched on an earlier route (rows kept in self.seen)
         result = self._call(tool, args, think)
         for attempt in range(self.config.retries):
             if result.error != "unavailable":

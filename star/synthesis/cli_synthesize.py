@@ -19,6 +19,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--llm-url", default=None, help="OpenAI-compatible /v1 endpoint for LLM back-translation")
     parser.add_argument("--llm-model", default=None, help="model name for --llm-url")
     parser.add_argument("--source", default=None, help="value of each record's `source` field")
+    parser.add_argument("--config", default=None,
+                        help="params file whose `synthesis:` section sets the nested knobs (sampling, solver, budget, "
+                             "templates); the flags above still win for n, seed, ratio and workers")
+
+
+def _section(path: str) -> dict:
+    """The `synthesis:` mapping of a params file (or the whole file when it has no such key)."""
+    from star.config import load_yaml
+
+    data = load_yaml(path)
+    section = data.get("synthesis", data)
+    if not isinstance(section, dict):
+        raise ValueError(f"{path}: `synthesis` must be a mapping")
+    return section
 
 
 def run(args) -> int:
@@ -32,9 +46,15 @@ def run(args) -> int:
         print("star synthesize: --n must be at least 1", file=sys.stderr)
         return 2
     try:
-        tpl = TemplateConfig(llm_base_url=args.llm_url, **({"llm_model": args.llm_model} if args.llm_model else {}))
-        cfg = SynthesisConfig(n=args.n, seed=args.seed, ratio=args.ratio, workers=args.workers, templates=tpl,
-                              **({"source": args.source} if args.source else {}))
+        base = _section(args.config) if args.config else {}
+        tpl = dict(base.get("templates") or {})
+        if args.llm_url:
+            tpl["llm_base_url"] = args.llm_url
+        if args.llm_model:
+            tpl["llm_model"] = args.llm_model
+        cfg = SynthesisConfig(**{**base, "n": args.n, "seed": args.seed, "ratio": args.ratio, "workers": args.workers,
+                                 "templates": TemplateConfig(**tpl),
+                                 **({"source": args.source} if args.source else {})})
         db = load_database(args.db)
     except (ValueError, DatabaseError) as exc:
         print(f"star synthesize: {exc}", file=sys.stderr)

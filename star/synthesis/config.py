@@ -5,6 +5,8 @@ One place per default; `star/config.py` composes these from params/.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 LEVELS = ("easy", "medium", "hard")
@@ -30,7 +32,7 @@ class SamplingConfig(BaseModel):
 
     month: str = "2022-03"
     """Year-month the consecutive travel dates are drawn from (the benchmark uses March 2022)."""
-    day_choices: tuple[int, ...] = (3, 5, 7)
+    day_choices: tuple[Literal[3, 5, 7], ...] = Field((3, 5, 7), min_length=1)
     """Trip lengths drawn uniformly; 3 days visit one city, 5 two and 7 three cities of a state."""
     min_state_cities: int = 4
     """A multi-city destination state needs at least this many cities (reference §5: more than 3)."""

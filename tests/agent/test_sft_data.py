@@ -98,3 +98,25 @@ def test_teacher_cli_writes_scored_rollouts(generated_db, synthetic_queries, tmp
     assert len(trajs) == 8 and {t.sample for t in trajs} == {0, 1}
     assert all(t.scores["mode"] == "strict" for t in trajs)
     assert "success %" in capsys.readouterr().out
+
+
+def test_teacher_habits_are_parameters_a_focused_teacher_never_repeats_a_search(generated_db, synthetic_queries,
+                                                                                  tmp_path):
+    qpath = tmp_path / "pool.jsonl"
+    qpath.write_text("".join(json.dumps(q) + "\n" for q in synthetic_queries[:6]))
+
+    def calls(out, *habits):
+        assert main(["teacher", "--queries", str(qpath), "--samples", "2", "--out", str(out), "--db", "generated:0",
+                     "--quiet", *habits]) == 0
+        per_traj = []
+        for t in read_trajectories(out):
+            texts = [m["content"].split("<tool_call>")[1] for m in t.messages
+                     if m["role"] == "assistant" and "<tool_call>" in m["content"]]
+            per_traj.append(texts)
+        return per_traj
+
+    focused = calls(tmp_path / "focused.jsonl", "--p-redundant", "0", "--p-typo", "0")
+    assert all(len(c) == len(set(c)) for c in focused)
+    wandering = calls(tmp_path / "wandering.jsonl", "--p-redundant", "1", "--p-typo", "1")
+    assert any(len(c) > len(set(c)) for c in wandering)
+    assert sum(map(len, wandering)) > sum(map(len, focused))
