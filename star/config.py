@@ -41,6 +41,7 @@ SECTION_MODELS: dict[str, str] = {
     "rl": "star.training.config:GRPOConfig",
     "sft_data": "star.agent.config:SFTDataConfig",
     "eval": "star.agent.config:EvalConfig",
+    "qa": "star.qa.config:QAConfig",
     "tracking": "star.tracking.config:TrackingConfig",
     "flow": "star.tracking.config:FlowConfig",
     "report": "star.tracking.config:ReportConfig",

@@ -13,7 +13,8 @@ from prefect.cache_policies import NO_CACHE
 
 from star.tracking.stages import StageResult, VariantRunner
 
-RETRY_SAFE = {"sandbox", "synthesize", "validate", "split", "teacher", "sft_data", "build_model", "evaluate"}
+RETRY_SAFE = {"sandbox", "synthesize", "validate", "split", "teacher", "sft_data", "build_model", "evaluate",
+              "qa_data", "qa_index", "evaluate_ood"}
 
 
 def _run(runner: VariantRunner, stage: str, parent_run_id: str | None) -> StageResult:

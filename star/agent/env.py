@@ -52,23 +52,44 @@ def success_reward(scores: dict, finish_reason: str) -> float:
     return float(finish_reason == "answer" and bool(scores.get("success")))
 
 
-class TravelPlannerEnv:
-    """reset(query) -> initial messages; step(text) -> (observation message | None, reward, done, info)."""
+class ProtocolEnv:
+    """The agent protocol's episode, shared by every environment on it (TravelPlanner, knowledge QA).
 
-    def __init__(self, db: Database, config: AgentConfig = AGENT_DEFAULTS, seed: int = 0,
-                 reward_fn: Callable[[dict, str], float] = success_reward):
-        self.db, self.config, self.seed, self.reward_fn = db, config, seed, reward_fn
+    reset(query) -> initial messages; step(assistant_text) -> (observation message | None, reward, done,
+    info); stop(reason) ends it from outside (the engine saw the context fill up). Subclasses give the
+    opening messages, run one tool call and score the finished episode; the grammar, the budget and
+    the finish reasons are the same everywhere.
+    """
+
+    tool_budget: int
+    """Tool calls allowed; one more call ends the episode with finish reason `call_budget`."""
+
+    def __init__(self, reward_fn: Callable[[dict, str], float]):
+        self.reward_fn = reward_fn
         self.query: dict | None = None
 
-    # -- episode --------------------------------------------------------------------------------
+    # -- what an environment defines ----------------------------------------------------------------
+    def opening(self, query: dict) -> list[dict]:
+        raise NotImplementedError
+
+    def parse(self, assistant_text: str) -> Turn:
+        return parse_turn(assistant_text)
+
+    def run_tool(self, turn: Turn) -> tuple[str, bool, object]:
+        """Execute one call: (observation text, ok, the result object reported in `info`)."""
+        raise NotImplementedError
+
+    def score(self, reason: str) -> dict:
+        raise NotImplementedError
+
+    def on_answer(self, answer: str) -> None:
+        """Read the final answer (TravelPlanner parses its plan here)."""
+
+    # -- the episode ---------------------------------------------------------------------------------
     def reset(self, query: dict, seed: int | None = None) -> list[dict]:
-        self.seed = self.seed if seed is None else seed
-        # One toolbox per episode: its failure stream depends only on this episode's seed, so
-        # concurrent episodes never shift each other's injected failures.
-        self.toolbox = Toolbox(self.db, style=self.config.style, failure_rate=self.config.failure_rate,
-                               seed=self.seed)
+        messages = self.opening(query)
         self.query = query
-        self.messages = initial_messages(query, self.config.style)
+        self.messages = list(messages)
         self.tool_calls = 0
         self.tool_errors = 0
         self.turns: list[Turn] = []
@@ -89,21 +110,21 @@ class TravelPlannerEnv:
         if self.done:
             raise RuntimeError(f"step() after the episode ended ({self.finish_reason})")
         self.messages.append({"role": "assistant", "content": assistant_text})
-        turn = parse_turn(assistant_text)
+        turn = self.parse(assistant_text)
         self.turns.append(turn)
         if turn.kind == "format_error":
             self.format_error = turn
             return self._finish("format_error", {"turn": turn})
         if turn.kind == "answer":
             self.answer = turn.answer
-            self.plan = parse_answer(turn.answer)
+            self.on_answer(turn.answer)
             return self._finish("answer", {"turn": turn})
-        if self.tool_calls >= self.config.tool_budget:
+        if self.tool_calls >= self.tool_budget:
             return self._finish("call_budget", {"turn": turn})
-        result = self.toolbox.run(turn.tool_name, turn.arguments)
+        text, ok, result = self.run_tool(turn)
         self.tool_calls += 1
-        self.tool_errors += not result.ok
-        obs = observation_message(result.text)
+        self.tool_errors += not ok
+        obs = observation_message(text)
         self.messages.append(obs)
         return obs, 0.0, False, {"turn": turn, "result": result}
 
@@ -115,7 +136,38 @@ class TravelPlannerEnv:
 
     def _finish(self, reason: str, info: dict) -> tuple[None, float, bool, dict]:
         self.finish_reason = reason
-        mode = self.config.eval_mode
-        self.scores = score_plan(self.query, self.plan, self.db, mode) if reason == "answer" else empty_scores(mode)
+        self.scores = self.score(reason)
         reward = self.reward_fn(self.scores, reason)
         return None, reward, True, {**info, "finish_reason": reason, "scores": self.scores}
+
+
+class TravelPlannerEnv(ProtocolEnv):
+    """A TravelPlanner episode: the six tools (with failure injection) and the evaluator's scores."""
+
+    def __init__(self, db: Database, config: AgentConfig = AGENT_DEFAULTS, seed: int = 0,
+                 reward_fn: Callable[[dict, str], float] = success_reward):
+        super().__init__(reward_fn)
+        self.db, self.config, self.seed = db, config, seed
+        self.tool_budget = config.tool_budget
+
+    def reset(self, query: dict, seed: int | None = None) -> list[dict]:
+        self.seed = self.seed if seed is None else seed
+        # One toolbox per episode: its failure stream depends only on this episode's seed, so
+        # concurrent episodes never shift each other's injected failures.
+        self.toolbox = Toolbox(self.db, style=self.config.style, failure_rate=self.config.failure_rate,
+                               seed=self.seed)
+        return super().reset(query, seed)
+
+    def opening(self, query: dict) -> list[dict]:
+        return initial_messages(query, self.config.style)
+
+    def on_answer(self, answer: str) -> None:
+        self.plan = parse_answer(answer)
+
+    def run_tool(self, turn: Turn):
+        result = self.toolbox.run(turn.tool_name, turn.arguments)
+        return result.text, result.ok, result
+
+    def score(self, reason: str) -> dict:
+        mode = self.config.eval_mode
+        return score_plan(self.query, self.plan, self.db, mode) if reason == "answer" else empty_scores(mode)

@@ -17,6 +17,13 @@ from pathlib import Path
 from star.qa.config import PAPER_DATASETS, QAConfig
 
 
+def optional_int(text: str) -> int | None:
+    """An int, or None for 'none' / 'null' / '' (DVC renders a YAML null as 'None')."""
+    from star.agent.cli_teacher import optional_int as parse
+
+    return parse(text)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = QAConfig()
     parser.add_argument("--model", help="saved model directory (transformers); required unless --recall/--build-index/--merge")
@@ -29,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-k", type=int, default=d.retrieval.top_k, help="passages per search")
     parser.add_argument("--index-cache", default=d.retrieval.cache_dir, help="content-addressed index cache directory")
     parser.add_argument("--e5-model", default=d.retrieval.e5_model, help="sentence-transformers model for --retriever e5")
-    parser.add_argument("--limit", type=int, default=None, help="first N examples of each dataset")
+    parser.add_argument("--limit", type=optional_int, default=None, help="first N examples of each dataset (none = all)")
     parser.add_argument("--temperature", type=float, default=d.episode.temperature)
     parser.add_argument("--top-p", type=float, default=d.episode.top_p)
     parser.add_argument("--max-turns", type=int, default=d.episode.max_turns, help="assistant turns per episode")

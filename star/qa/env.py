@@ -16,8 +16,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from star.agent.config import FINISH_REASONS
-from star.agent.prompt import observation_message
+from star.agent.env import ProtocolEnv
 from star.agent.turns import Turn, parse_turn
 from star.qa.config import EpisodeConfig, RetrievalConfig
 from star.qa.metrics import exact_match
@@ -90,39 +89,24 @@ def em_reward(scores: dict, finish_reason: str) -> float:
     return float(finish_reason == "answer" and bool(scores.get("success")))
 
 
-class QAEnv:
+class QAEnv(ProtocolEnv):
     """reset(example) -> initial messages; step(text) -> (observation message | None, reward, done, info)."""
 
     def __init__(self, retriever: Retriever, config: EpisodeConfig | None = None, top_k: int | None = None,
                  tool_budget: int | None = None, reward_fn=em_reward):
+        super().__init__(reward_fn)
         self.retriever = retriever
         self.config = config or EpisodeConfig()
         self.top_k = top_k or retriever.config.top_k
         # A turn is one tool call at most, so the turn budget bounds the calls.
         self.tool_budget = tool_budget if tool_budget is not None else self.config.max_turns - 1
-        self.reward_fn = reward_fn
-        self.query: dict | None = None
 
-    def reset(self, example: dict, seed: int | None = None) -> list[dict]:
+    def opening(self, example: dict) -> list[dict]:
         if not example.get("question") or not example.get("golden_answers"):
             raise ValueError(f"QA example {example.get('id', '?')!r} needs 'question' and 'golden_answers'")
-        self.query = example
-        self.messages = [{"role": "system", "content": system_prompt(self.top_k)},
-                         {"role": "user", "content": question_text(example["question"])}]
-        self.tool_calls = 0
-        self.tool_errors = 0
-        self.turns: list[Turn] = []
         self.searches: list[dict] = []
-        self.finish_reason: str | None = None
-        self.format_error: Turn | None = None
-        self.answer: str | None = None
-        self.plan = None  # the trajectory record's plan field; QA has none
-        self.scores: dict = {}
-        return list(self.messages)
-
-    @property
-    def done(self) -> bool:
-        return self.finish_reason is not None
+        return [{"role": "system", "content": system_prompt(self.top_k)},
+                {"role": "user", "content": question_text(example["question"])}]
 
     def search(self, arguments: dict) -> SearchOutcome:
         query = arguments.get("query") if isinstance(arguments, dict) else None
@@ -135,49 +119,24 @@ class QAEnv:
         hits = self.retriever.search(query.strip(), self.top_k)
         return SearchOutcome(format_passages(hits, self.config.passage_chars), [h.passage.id for h in hits])
 
-    def step(self, assistant_text: str) -> tuple[dict | None, float, bool, dict]:
-        if self.query is None:
-            raise RuntimeError("step() before reset()")
-        if self.done:
-            raise RuntimeError(f"step() after the episode ended ({self.finish_reason})")
-        self.messages.append({"role": "assistant", "content": assistant_text})
+    def parse(self, assistant_text: str) -> Turn:
         turn = parse_turn(assistant_text)
-        call = None
         if turn.kind == "format_error" and turn.error == "unknown_tool":
             # The shared parser knows only the travel tools; the grammar and JSON were sound.
             call = json.loads(_CALL_BODY.search(assistant_text).group(1))
             turn = Turn("tool_call", think=turn.think, tool_name=call["name"],
                         tool=TOOL_NAME if call["name"] == TOOL_NAME else None, arguments=call["arguments"])
-        self.turns.append(turn)
-        if turn.kind == "format_error":
-            self.format_error = turn
-            return self._finish("format_error", {"turn": turn})
-        if turn.kind == "answer":
-            self.answer = turn.answer
-            return self._finish("answer", {"turn": turn})
-        if self.tool_calls >= self.tool_budget:
-            return self._finish("call_budget", {"turn": turn})
+        return turn
+
+    def run_tool(self, turn: Turn):
         if turn.tool_name != TOOL_NAME:
             outcome = SearchOutcome(f"Error: unknown tool {turn.tool_name!r}; the only tool is Search.", [],
                                     "unknown_tool")
         else:
             outcome = self.search(turn.arguments)
-        self.tool_calls += 1
-        self.tool_errors += not outcome.ok
         self.searches.append({"arguments": turn.arguments, "passage_ids": outcome.passage_ids,
                               "error": outcome.error})
-        obs = observation_message(outcome.text)
-        self.messages.append(obs)
-        return obs, 0.0, False, {"turn": turn, "result": outcome}
+        return outcome.text, outcome.ok, outcome
 
-    def stop(self, reason: str) -> tuple[None, float, bool, dict]:
-        """End the episode from outside (the engine saw the context fill up)."""
-        if reason not in FINISH_REASONS or reason == "answer":
-            raise ValueError(f"cannot stop an episode with reason {reason!r}")
-        return self._finish(reason, {})
-
-    def _finish(self, reason: str, info: dict) -> tuple[None, float, bool, dict]:
-        self.finish_reason = reason
-        self.scores = qa_scores(self.answer if reason == "answer" else None, self.query["golden_answers"])
-        reward = self.reward_fn(self.scores, reason)
-        return None, reward, True, {**info, "finish_reason": reason, "scores": self.scores}
+    def score(self, reason: str) -> dict:
+        return qa_scores(self.answer if reason == "answer" else None, self.query["golden_answers"])

@@ -6,6 +6,7 @@ token-out); only the environment differs from TravelPlanner. `evaluate_ood` is t
 
     OUT/results.json            per-dataset EM, answer / format-error rates, searches, recall@k
     OUT/table.md                the Table-2-shaped row (datasets in the paper's order + average)
+    OUT/metrics.json            the same numbers flat (`mlflow_metrics`), for DVC metrics and MLflow
     OUT/predictions/NAME.jsonl  one record per example: prediction, EM, finish reason, messages
 
 and returns the results dict; `mlflow_metrics(results)` flattens it for MLflow.
@@ -28,30 +29,6 @@ from star.qa.report import table2_markdown
 from star.qa.retrieval import Retriever, retrieval_recall, retriever_for
 
 
-def _stepper_class():
-    """The engine's episode stepper, specialised to build QA environments (imported lazily: torch-free)."""
-    from star.rollout.base import derive_seed
-    from star.rollout.chat import prompt_ids
-    from star.rollout.engine import Episode, EpisodeStepper
-
-    class QAStepper(EpisodeStepper):
-        def __init__(self, *args, retriever: Retriever, episode_config, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.retriever, self.episode_config = retriever, episode_config
-
-        def start(self, index, query, qid, sample):
-            seed = derive_seed(self.rollout_config.seed, qid, sample)
-            env = QAEnv(self.retriever, self.episode_config, reward_fn=self.reward_fn)
-            messages = env.reset(query)
-            ids = prompt_ids(self.tokenizer, messages)
-            ep = Episode(index, query, qid, sample, seed, env, ids, [0] * len(ids), [0.0] * len(ids), len(ids))
-            if len(ids) >= self.agent_config.max_context:
-                env.stop("context_overflow")
-            return ep
-
-    return QAStepper
-
-
 def run_episodes(backend, examples: list[dict], retriever: Retriever, config: QAConfig | None = None,
                  agent_name: str = "policy", progress: bool = True) -> list:
     """One episode per example through the rollout engine; returns Trajectory records in order."""
@@ -65,10 +42,8 @@ def run_episodes(backend, examples: list[dict], retriever: Retriever, config: QA
     roll_cfg = RolloutConfig(max_batch=ep.batch_size, max_in_flight=2 * ep.batch_size, tool_workers=2,
                              temperature=ep.temperature, top_p=ep.top_p, max_new_tokens=ep.max_new_tokens,
                              seed=ep.seed, progress=progress)
-    engine = RolloutEngine(backend, None, agent_cfg, roll_cfg, reward_fn=em_reward, agent_name=agent_name)
-    # The engine builds TravelPlanner envs; swap in the QA stepper (same episode loop, QA env).
-    engine.stepper = _stepper_class()(backend, None, agent_cfg, roll_cfg, em_reward, agent_name,
-                                      retriever=retriever, episode_config=ep)
+    engine = RolloutEngine(backend, None, agent_cfg, roll_cfg, reward_fn=em_reward, agent_name=agent_name,
+                           env_factory=lambda seed: QAEnv(retriever, ep, reward_fn=em_reward))
     return engine.run(examples, samples_per_query=1)
 
 
@@ -181,6 +156,7 @@ def evaluate_ood(model, out_dir: str | Path, config: QAConfig | None = None, *, 
         "config": config.model_dump(),
     }
     _write_json(out_dir / "results.json", results)
+    _write_json(out_dir / "metrics.json", mlflow_metrics(results))
     _write_text(out_dir / "table.md", table2_markdown({name: results}))
     return results
 

@@ -23,12 +23,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from star.agent.config import AGENT_DEFAULTS, AgentConfig
-from star.agent.env import TravelPlannerEnv, success_reward
+from star.agent.env import ProtocolEnv, TravelPlannerEnv, success_reward
 from star.agent.trajectory import Trajectory
 from star.rollout.base import Generation, GenerationBackend, SamplingParams, derive_seed
 from star.rollout.chat import TurnJoiner, prompt_ids
 from star.rollout.config import ROLLOUT_DEFAULTS, RolloutConfig
 from star.sandbox.database import Database
+
+
+EnvFactory = Callable[[int], ProtocolEnv]
+"""Builds one episode's environment from its seed (default: a TravelPlannerEnv over the engine's database)."""
 
 
 def query_id(query: dict, index: int) -> str:
@@ -51,7 +55,7 @@ class Episode:
     query_id: str
     sample: int
     seed: int
-    env: TravelPlannerEnv
+    env: ProtocolEnv
     ids: list[int]
     mask: list[int]
     logprobs: list[float]
@@ -66,8 +70,10 @@ class EpisodeStepper:
     """What one turn does to one episode; shared by the async engine and the lock-step baseline."""
 
     def __init__(self, backend: GenerationBackend, db: Database, agent_config: AgentConfig,
-                 rollout_config: RolloutConfig, reward_fn: Callable[[dict, str], float], agent_name: str):
+                 rollout_config: RolloutConfig, reward_fn: Callable[[dict, str], float], agent_name: str,
+                 env_factory: EnvFactory | None = None):
         self.backend, self.db = backend, db
+        self.env_factory = env_factory or self._travel_env
         self.agent_config, self.rollout_config = agent_config, rollout_config
         self.reward_fn, self.agent_name = reward_fn, agent_name
         self.tokenizer = backend.tokenizer
@@ -76,9 +82,12 @@ class EpisodeStepper:
         self.base = SamplingParams(temperature=rollout_config.temperature, top_p=rollout_config.top_p,
                                    max_new_tokens=rollout_config.max_new_tokens)
 
+    def _travel_env(self, seed: int) -> TravelPlannerEnv:
+        return TravelPlannerEnv(self.db, self.agent_config, seed=seed, reward_fn=self.reward_fn)
+
     def start(self, index: int, query: dict, qid: str, sample: int) -> Episode:
         seed = derive_seed(self.rollout_config.seed, qid, sample)
-        env = TravelPlannerEnv(self.db, self.agent_config, seed=seed, reward_fn=self.reward_fn)
+        env = self.env_factory(seed)
         messages = env.reset(query)
         ids = prompt_ids(self.tokenizer, messages)
         ep = Episode(index, query, qid, sample, seed, env, ids, [0] * len(ids), [0.0] * len(ids), len(ids))
@@ -144,9 +153,10 @@ class RolloutEngine:
 
     def __init__(self, backend: GenerationBackend, db: Database, agent_config: AgentConfig = AGENT_DEFAULTS,
                  rollout_config: RolloutConfig = ROLLOUT_DEFAULTS,
-                 reward_fn: Callable[[dict, str], float] = success_reward, agent_name: str = "policy"):
+                 reward_fn: Callable[[dict, str], float] = success_reward, agent_name: str = "policy",
+                 env_factory: EnvFactory | None = None):
         self.config = rollout_config
-        self.stepper = EpisodeStepper(backend, db, agent_config, rollout_config, reward_fn, agent_name)
+        self.stepper = EpisodeStepper(backend, db, agent_config, rollout_config, reward_fn, agent_name, env_factory)
         self.backend = backend
 
     def run(self, queries: Sequence[dict], samples_per_query: int = 1) -> list[Trajectory]:

@@ -15,16 +15,17 @@ from star.agent.env import success_reward
 from star.agent.trajectory import Trajectory
 from star.rollout.base import GenerationBackend
 from star.rollout.config import ROLLOUT_DEFAULTS, RolloutConfig
-from star.rollout.engine import EpisodeStepper, _progress, episode_list
+from star.rollout.engine import EnvFactory, EpisodeStepper, _progress, episode_list
 from star.sandbox.database import Database
 
 
 class LockstepEngine:
     def __init__(self, backend: GenerationBackend, db: Database, agent_config: AgentConfig = AGENT_DEFAULTS,
                  rollout_config: RolloutConfig = ROLLOUT_DEFAULTS,
-                 reward_fn: Callable[[dict, str], float] = success_reward, agent_name: str = "policy"):
+                 reward_fn: Callable[[dict, str], float] = success_reward, agent_name: str = "policy",
+                 env_factory: EnvFactory | None = None):
         self.config = rollout_config
-        self.stepper = EpisodeStepper(backend, db, agent_config, rollout_config, reward_fn, agent_name)
+        self.stepper = EpisodeStepper(backend, db, agent_config, rollout_config, reward_fn, agent_name, env_factory)
         self.backend = backend
 
     def run(self, queries: Sequence[dict], samples_per_query: int = 1) -> list[Trajectory]:

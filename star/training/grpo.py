@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
 import random
 import statistics
 import time
@@ -308,6 +310,19 @@ class GRPOTrainer:
             extra["star_profile.json"] = profile.read_text()
         dss.save_pretrained(self.engine, self.tokenizer, self.out / name, extra_files=extra)
 
+    def _select(self) -> dict:
+        """`selected/` = the best validated model when validation ran, else the last: what evaluation reads."""
+        source = "best" if self.best is not None and (self.out / "best").is_dir() else "last"
+        step = self.best["step"] if source == "best" else self.step
+        target = self.out / "selected"
+        if target.exists():
+            shutil.rmtree(target)
+        # Hard links: the selected model costs no extra disk (a 7B model is ~15 GB).
+        shutil.copytree(self.out / source, target, copy_function=_link_or_copy)
+        info = {"from": source, "step": step}
+        (target / "selected.json").write_text(json.dumps(info, indent=2) + "\n")
+        return info
+
     def checkpoint(self) -> None:
         from star.training import checkpoint
 
@@ -351,10 +366,19 @@ class GRPOTrainer:
             bar.set_postfix(reward=f"{last['reward_mean']:.3f}", loss=f"{last['loss']:.4f}")
         bar.close()
         self._save_model("last", {"step": self.step})
-        summary = {"steps": self.step, "resumed": resumed, "best": self.best, "last_metrics": last,
-                   "config": cfg.model_dump()}
+        selected = self._select()
+        summary = {"steps": self.step, "resumed": resumed, "best": self.best, "selected": selected,
+                   "last_metrics": last, "config": cfg.model_dump()}
         (self.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
         return summary
+
+
+def _link_or_copy(src: str, dst: str) -> str:
+    try:
+        os.link(src, dst)
+    except OSError:  # another filesystem, or links not allowed
+        shutil.copy2(src, dst)
+    return dst
 
 
 def train_grpo(model_dir, queries, out, cfg: GRPOConfig | None = None, val_queries=None, db=None,

@@ -28,13 +28,24 @@ def test_dvc_yaml_has_every_stage_of_the_design_in_dependency_order():
 def test_commands_carry_the_resolved_values():
     stages = {s.name: s for s in load_stages(resolve("smoke", "reward", "reward=macro").values)}
     assert "--config params.yaml" in stages["grpo"].cmd and stages["grpo"].param_values["rl"]["reward"] == "macro"
-    assert "--n 60" in stages["synthesize"].cmd and "--model models/rl/last" in stages["evaluate@rl"].cmd
+    assert "--n 60" in stages["synthesize"].cmd and "--model models/rl/selected" in stages["evaluate@rl"].cmd
     assert "--limit 8" in stages["evaluate@base"].cmd
     assert stages["grpo"].cmd.startswith(sys.executable)
 
 
-def test_only_grpo_and_its_evaluation_read_rl_parameters():
-    """What makes `dvc repro` after an rl.* change re-run only grpo and evaluate@rl."""
+def test_ood_evaluation_follows_the_selected_rl_model_and_reads_the_qa_section():
+    stages = {s.name: s for s in load_stages(resolve("smoke").values)}
+    names = list(stages)
+    assert names.index("qa_data") < names.index("qa_index") < names.index("evaluate_ood")
+    assert names.index("grpo") < names.index("evaluate_ood")
+    ood = stages["evaluate_ood"]
+    assert "--model models/rl/selected" in ood.cmd and "--corpus data/qa/index" in ood.cmd
+    assert "--limit 4" in ood.cmd and "--max-turns 3" in ood.cmd  # smoke profile's qa overrides
+    assert "models/rl/selected" in ood.deps and "data/qa/index" in ood.deps
+
+
+def test_only_grpo_and_its_evaluations_read_rl_parameters():
+    """What makes `dvc repro` after an rl.* change re-run only grpo and the RL model's evaluations."""
     doc = yaml.safe_load((PROJECT_DIR / "dvc.yaml").read_text())
     readers = [name for name, spec in doc["stages"].items()
                if any(str(p if isinstance(p, str) else next(iter(p))).split(".")[0] == "rl"
@@ -45,7 +56,7 @@ def test_only_grpo_and_its_evaluation_read_rl_parameters():
     for s in stages:
         if any(d.startswith("models/rl") for d in s.deps):
             downstream.add(s.name)
-    assert downstream == {"grpo", "evaluate@rl"}
+    assert downstream == {"grpo", "evaluate@rl", "evaluate_ood"}
 
 
 def test_render_is_dvc_style_and_names_missing_keys():

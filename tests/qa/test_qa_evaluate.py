@@ -78,6 +78,7 @@ def test_evaluate_ood_writes_results_table_and_predictions(tmp_path, tiny_policy
     metrics = mlflow_metrics(results)
     assert metrics["qa.average_em"] == 0.0 and metrics["ood_average"] == 0.0
     assert metrics["qa.world.format_error"] == world["format_error"] and "qa.world.retrieval_support_recall" in metrics
+    assert json.loads((out / "metrics.json").read_text()) == metrics  # what DVC and the stage run log
 
 
 def test_bad_dataset_fails_before_anything_is_written(tmp_path, tiny_policy):
@@ -90,3 +91,28 @@ def test_bad_dataset_fails_before_anything_is_written(tmp_path, tiny_policy):
     with pytest.raises(DatasetError, match="missing.jsonl: QA file not found"):
         evaluate_ood(None, tmp_path / "out", config, backend=TransformersBackend(model, tokenizer), progress=False)
     assert not (tmp_path / "out").exists()
+
+
+def test_the_engine_drives_the_qa_env_through_its_hook_as_lock_step_does(tiny_policy, generated_world):
+    from star.agent.config import AgentConfig
+    from star.qa.datasets import load_qa
+    from star.qa.env import QAEnv, em_reward
+    from star.rollout.backends import TransformersBackend
+    from star.rollout.config import RolloutConfig
+    from star.rollout.engine import RolloutEngine
+    from star.rollout.lockstep import LockstepEngine
+
+    model, tokenizer = tiny_policy
+    _, _, _, retriever = generated_world
+    examples = load_qa("world", limit=6).examples
+    episode = EpisodeConfig(max_turns=3, max_new_tokens=12)
+    agent = AgentConfig(tool_budget=2, max_context=2048)
+    roll = RolloutConfig(max_batch=4, max_in_flight=4, temperature=1.0, max_new_tokens=12, seed=3, progress=False)
+    kwargs = dict(reward_fn=em_reward, env_factory=lambda seed: QAEnv(retriever, episode))
+    backend = TransformersBackend(model, tokenizer, max_batch=4)
+    fast = RolloutEngine(backend, None, agent, roll, **kwargs).run(examples)
+    slow = LockstepEngine(backend, None, agent, roll, **kwargs).run(examples)
+    assert [t.messages[0]["content"] for t in fast] == [t.messages[0]["content"] for t in slow]
+    assert "Search" in fast[0].messages[0]["content"]  # the QA system prompt, not TravelPlanner's
+    assert [(t.token_ids, t.finish_reason, t.scores) for t in fast] == [(t.token_ids, t.finish_reason, t.scores)
+                                                                         for t in slow]

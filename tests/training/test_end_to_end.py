@@ -57,6 +57,10 @@ def test_one_grpo_step_end_to_end(sft_model, pipeline_inputs):
     val = json.loads((out / "metrics.jsonl").read_text().splitlines()[1])
     assert val["step"] == 1 and "val_success_rate" in val
     assert json.loads((out / "best" / "best.json").read_text())["step"] == 1  # first validation is the best so far
+    # Evaluation reads selected/: the best validated model, here the one validation's step.
+    assert json.loads((out / "selected" / "selected.json").read_text()) == {"from": "best", "step": 1}
+    assert json.loads((out / "summary.json").read_text())["selected"] == {"from": "best", "step": 1}
+    assert (out / "selected" / "model.safetensors").read_bytes() == (out / "best" / "model.safetensors").read_bytes()
     assert (out / "checkpoints" / "step-000001" / "trainer_state.json").is_file()
 
 
@@ -82,6 +86,7 @@ def test_each_algorithm_and_reward_runs(sft_model, pipeline_inputs, algorithm, r
     assert code == 0
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
+    assert json.loads((out / "selected" / "selected.json").read_text()) == {"from": "last", "step": 2}  # no validation
     if algorithm == "arpo":
         assert all(r["branches"] <= 1 for r in rows)  # budget: G - initial = 1 per query
     if extra and extra[1].startswith("kl_coef"):
