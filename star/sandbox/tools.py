@@ -102,18 +102,24 @@ class ToolResult:
 
 _CACHES: dict[tuple[int, str], dict] = {}
 
+PRECOMPUTE_FLIGHT_KEYS = 5000
+"""Pre-render every flight answer when a database has at most this many (route, date) keys (the real
+database has ~2K: 0.1 s); a larger one (the generated world: ~34K) renders each on first use."""
 
-def _shared_cache(db: Database, style: str) -> dict:
-    """One answer cache per (database, style), so toolboxes made per episode share their renders."""
+
+def _shared_cache(db: Database, style: str) -> tuple[dict, bool]:
+    """One answer cache per (database, style), so toolboxes made per episode share their renders;
+    True when it is new (the caller fills it)."""
     key = (id(db), style)
     cache = _CACHES.get(key)
     if cache is None:
         try:
             weakref.finalize(db, _CACHES.pop, key, None)  # freed with the database; ids are then reusable
         except TypeError:  # not weak-referenceable: this toolbox keeps a cache of its own
-            return {}
+            return {}, True
         cache = _CACHES[key] = {}
-    return cache
+        return cache, True
+    return cache, False
 
 
 def resolve_tool_name(name: object) -> str | None:
@@ -132,9 +138,11 @@ class Toolbox:
         self.style = style
         self.official = style == "official"
         self.failures = FailureInjector(failure_rate, seed)
-        self._cache = _shared_cache(db, style)
+        self._cache, new = _shared_cache(db, style)
         self._city_set = frozenset(db.city_set)
         self._city_list_text: str | None = None  # str(citySet list), built on the first city error
+        if new:
+            self.precompute()
 
     # -- public API ------------------------------------------------------------------------------
     def call(self, name: str, arguments: Mapping | None = None) -> str:
@@ -162,6 +170,29 @@ class Toolbox:
             if result.rows and result.error is None:  # only answers backed by rows: bounded by the database
                 self._cache[key] = result
         return result
+
+    def precompute(self, flights: bool | None = None) -> int:
+        """Render every city-table answer (and every flight answer when there are few enough keys) into
+        the shared cache, so those calls are one dictionary lookup; returns how many were added.
+        Same code path as a call, so the text is identical; the real database takes ~0.25 s."""
+        if flights is None:
+            flights = len(self.db.flights_by_route_date) <= PRECOMPUTE_FLIGHT_KEYS
+        jobs = [(tool, (city,)) for tool, index in (("SearchRestaurant", self.db.restaurants_by_city),
+                                                    ("SearchAttraction", self.db.attractions_by_city),
+                                                    ("SearchAccommodation", self.db.accommodations_by_city))
+                for city in index if city in self._city_set]
+        if flights:
+            jobs += [("SearchFlight", key) for key in self.db.flights_by_route_date]
+        added = 0
+        for tool, args in jobs:
+            key = (tool, *args)
+            if key in self._cache:
+                continue
+            result = getattr(self, "_" + tool)(*args)
+            if result.rows and result.error is None:  # the same rule as run()'s memo
+                self._cache[key] = result
+                added += 1
+        return added
 
     def clear_cache(self) -> None:
         """Forget rendered answers (shared by every toolbox on this database and style)."""

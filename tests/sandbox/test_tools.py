@@ -372,3 +372,23 @@ def test_runaway_arguments_are_not_echoed_in_full(compact):
     for text in (compact.call(huge, {}), compact.call("SearchRestaurant", {"city": huge}),
                  compact.call("SearchFlight", {"departure": "Dallas", "destination": "Boise", "date": huge})):
         assert text.startswith("Error: ") and len(text) < 400
+
+
+@pytest.mark.parametrize("style", ["official", "compact"])
+def test_the_answer_index_holds_exactly_what_a_call_would_render(any_db, style):
+    import random
+
+    box = Toolbox(any_db, style=style)  # the first toolbox of a (database, style) builds the index
+    box.clear_cache()
+    added = box.precompute(flights=True)
+    cities = [c for c in any_db.restaurants_by_city if c in any_db.city_set]
+    flights = list(any_db.flights_by_route_date)
+    assert added >= len(cities) + len(flights)  # every city table and every (route, date) answer
+    rng = random.Random(0)
+    keys = [("SearchRestaurant", (c,)) for c in rng.sample(cities, 5)] + \
+           [("SearchFlight", k) for k in rng.sample(flights, 5)]
+    indexed = [box._cache[(tool, *args)].text for tool, args in keys]
+    box.clear_cache()  # now every call renders from scratch
+    names = {"SearchRestaurant": ("city",), "SearchFlight": ("departure", "destination", "date")}
+    fresh = [box.call(tool, dict(zip(names[tool], args))) for tool, args in keys]
+    assert indexed == fresh
