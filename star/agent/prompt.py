@@ -78,7 +78,8 @@ def tool_schemas_json() -> str:
 
 def system_prompt(style: str = "compact") -> str:
     """The full system prompt. `style` only changes how the tool results are described."""
-    results = ("Tool results are short numbered lists, one line per row."
+    results = ("Tool results are compact: flights come as numbered lines; restaurant, attraction and accommodation "
+               "searches come as a header line naming the columns, then one row per line with tab-separated values."
                if style == "compact" else "Tool results are tables as the official tools print them.")
     return "\n\n".join([
         _ROLE,

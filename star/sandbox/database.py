@@ -142,6 +142,7 @@ class Database:
     attractions_by_city: dict[str, list[Attraction]] = field(init=False)
     accommodations_by_city: dict[str, list[Accommodation]] = field(init=False)
     distances: dict[tuple[str, str], Distance] = field(init=False)
+    _row_cells: object = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.state_cities = defaultdict(list)
@@ -159,6 +160,15 @@ class Database:
         self.distances = {}
         for d in self.distance_rows:
             self.distances.setdefault((d.origin, d.dest), d)  # first row wins (reference §2.3)
+
+    def row_cells(self):
+        """Every row's observation pieces in both styles (`render.RowCells`), formatted on first use;
+        `load_database` builds them at load, so a tool call only looks rows up, pads and joins."""
+        if self._row_cells is None:
+            from star.sandbox.render import RowCells  # render imports this module's row types
+
+            self._row_cells = RowCells(self)
+        return self._row_cells
 
     # -- small conveniences shared by tools, evaluator, solver -------------------------------
     def state_of(self, city: str) -> str | None:
@@ -327,6 +337,7 @@ def load_database(spec: str | os.PathLike | None = None, *, cache: bool = True) 
         db = generate_world(seed_value)
     else:
         db = load_directory(spec)
+    db.row_cells()
     if cache:
         _CACHE[spec] = db
     return db

@@ -1,6 +1,7 @@
 """The six TravelPlanner tools over the in-memory database, in `official` or `compact` style.
 
-Every call is a dictionary lookup on the database indexes, and the rendered answer is cached per
+Every call is a dictionary lookup on the database indexes; the text is joined from each row's
+pieces, formatted once per database (`Database.row_cells`), and the answer is memoised per
 (database, style, tool, arguments) and shared by all toolboxes on that database, so a repeated
 search costs one more lookup. A call never raises: a bad call
 (unknown tool, wrong arguments, unknown city, bad date or mode) comes back as an observation
@@ -102,24 +103,18 @@ class ToolResult:
 
 _CACHES: dict[tuple[int, str], dict] = {}
 
-PRECOMPUTE_FLIGHT_KEYS = 5000
-"""Pre-render every flight answer when a database has at most this many (route, date) keys (the real
-database has ~2K: 0.1 s); a larger one (the generated world: ~34K) renders each on first use."""
 
-
-def _shared_cache(db: Database, style: str) -> tuple[dict, bool]:
-    """One answer cache per (database, style), so toolboxes made per episode share their renders;
-    True when it is new (the caller fills it)."""
+def _shared_cache(db: Database, style: str) -> dict:
+    """One answer cache per (database, style), so toolboxes made per episode share their renders."""
     key = (id(db), style)
     cache = _CACHES.get(key)
     if cache is None:
         try:
             weakref.finalize(db, _CACHES.pop, key, None)  # freed with the database; ids are then reusable
         except TypeError:  # not weak-referenceable: this toolbox keeps a cache of its own
-            return {}, True
+            return {}
         cache = _CACHES[key] = {}
-        return cache, True
-    return cache, False
+    return cache
 
 
 def resolve_tool_name(name: object) -> str | None:
@@ -138,11 +133,10 @@ class Toolbox:
         self.style = style
         self.official = style == "official"
         self.failures = FailureInjector(failure_rate, seed)
-        self._cache, new = _shared_cache(db, style)
+        self._cache = _shared_cache(db, style)
+        self._cells = db.row_cells()
         self._city_set = frozenset(db.city_set)
         self._city_list_text: str | None = None  # str(citySet list), built on the first city error
-        if new:
-            self.precompute()
 
     # -- public API ------------------------------------------------------------------------------
     def call(self, name: str, arguments: Mapping | None = None) -> str:
@@ -171,18 +165,15 @@ class Toolbox:
                 self._cache[key] = result
         return result
 
-    def precompute(self, flights: bool | None = None) -> int:
-        """Render every city-table answer (and every flight answer when there are few enough keys) into
-        the shared cache, so those calls are one dictionary lookup; returns how many were added.
-        Same code path as a call, so the text is identical; the real database takes ~0.25 s."""
-        if flights is None:
-            flights = len(self.db.flights_by_route_date) <= PRECOMPUTE_FLIGHT_KEYS
+    def precompute(self) -> int:
+        """Render every city-table and flight answer into the shared cache (answers are otherwise
+        rendered on first use; a render costs about as much as 10 cached calls); returns how many were
+        added. Same code path as a call, so the text is identical."""
         jobs = [(tool, (city,)) for tool, index in (("SearchRestaurant", self.db.restaurants_by_city),
                                                     ("SearchAttraction", self.db.attractions_by_city),
                                                     ("SearchAccommodation", self.db.accommodations_by_city))
                 for city in index if city in self._city_set]
-        if flights:
-            jobs += [("SearchFlight", key) for key in self.db.flights_by_route_date]
+        jobs += [("SearchFlight", key) for key in self.db.flights_by_route_date]
         added = 0
         for tool, args in jobs:
             key = (tool, *args)
@@ -251,7 +242,8 @@ class Toolbox:
         if not rows:
             return ToolResult(f"There is no flight from {departure} to {destination} on {date}.", True,
                               "SearchFlight")
-        text = render.render_table(render.FLIGHT_TABLE, rows) if self.official else render.compact_flights(rows)
+        text = (self._cells.render_official(render.FLIGHT_TABLE, rows) if self.official
+                else render.compact_flights(rows, self._cells.compact_lines(rows)))
         return ToolResult(text, True, "SearchFlight", tuple(rows))
 
     def _GoogleDistanceMatrix(self, origin: str, destination: str, mode: str) -> ToolResult:
@@ -283,7 +275,8 @@ class Toolbox:
         if not rows:
             return ToolResult(official_empty if self.official else f"There is no {what} in {city}.", True, tool)
         # The official agent strips these three observations, which drops the header's left padding.
-        text = render.render_table(table, rows).strip() if self.official else compact(rows)
+        text = (self._cells.render_official(table, rows).strip() if self.official
+                else compact(rows, self._cells.compact_lines(rows)))
         return ToolResult(text, True, tool, tuple(rows))
 
     def _SearchRestaurant(self, city: str) -> ToolResult:

@@ -52,7 +52,7 @@ def test_single_call_official_style_and_alias(capsys, generated_db, a_flight):
 def test_db_defaults_to_star_db_then_generated(capsys, monkeypatch, a_city):
     monkeypatch.setenv("STAR_DB", DB)
     assert main(["tools", "SearchAttraction", json.dumps({"city": a_city})]) == 0
-    assert capsys.readouterr().out.startswith("1. ")
+    assert capsys.readouterr().out.startswith("name\tlatitude\tlongitude\t")  # the compact style
 
 
 def test_a_bad_call_prints_the_error_observation_and_exits_1(capsys):
@@ -131,7 +131,7 @@ def test_console_script_runs(tmp_path, a_city):
     proc = subprocess.run([sys.executable, "-m", "star.cli", "tools", "SearchRestaurant",
                            json.dumps({"city": a_city})], capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("1. ")
+    assert proc.stdout.startswith("name\taverage cost\tcuisines\trating\n")
 
 
 # -- star sandbox: export -----------------------------------------------------------------------------------

@@ -148,26 +148,43 @@ def test_compact_flight_lines_follow_the_paper(compact):
 
 
 def test_compact_city_tables(compact):
-    assert compact.call("SearchRestaurant", {"city": "Austin"}) == (
-        "1. Coco Bambu | $33 | Tea, Cafe, Desserts | rating 4.9\n2. Taco Joint | $12 | Mexican | rating 0")
-    # attractions: every official column, without the table padding
-    assert compact.call("SearchAttraction", {"city": "Austin"}) == (
-        "1. Zilker Park | 2100 Barton Springs Rd, Austin, TX 78746, USA | (512) 974-6700 | "
-        "https://www.austintexas.gov/ | (30.266962, -97.772859)\n"
-        "2. State Capitol | 1100 Congress Ave., Austin, TX 78701, USA | Unknown | Unknown | (30.2746652, -97.7403505)")
-    assert compact.call("SearchAccommodation", {"city": "Austin"}) == (
-        "1. Cozy Loft | $120/night | Private room | No smoking & No pets | min 2 nights | max 2 guests | rating 4\n"
-        "2. Big House | $455/night | Entire home/apt | No parties | min 1 night | max 8 guests | rating 3")
+    # a header line naming the columns once, then one tab-separated row per line, bare values;
+    # a text cell starts with a space (a name tokenizes as in a plan), a number does not
+    assert compact.call("SearchRestaurant", {"city": "Austin"}).splitlines() == [
+        "name\taverage cost\tcuisines\trating",
+        " Coco Bambu\t33\t Tea, Cafe, Desserts\t4.9",
+        " Taco Joint\t12\t Mexican\t0"]
+    # attractions: every official column but the city, coordinates in six decimals as the official table
+    assert compact.call("SearchAttraction", {"city": "Austin"}).splitlines() == [
+        "name\tlatitude\tlongitude\taddress\tphone\twebsite",
+        " Zilker Park\t30.266962\t-97.772859\t 2100 Barton Springs Rd, Austin, TX 78746, USA\t (512) 974-6700\t"
+        " https://www.austintexas.gov/",
+        " State Capitol\t30.274665\t-97.740351\t 1100 Congress Ave., Austin, TX 78701, USA\t Unknown\t Unknown"]
+    assert compact.call("SearchAccommodation", {"city": "Austin"}).splitlines() == [
+        "name\tprice per night\troom type\thouse rules\tminimum nights\tmaximum occupancy\trating",
+        " Cozy Loft\t120\t Private room\t No smoking & No pets\t2\t2\t4",
+        " Big House\t455\t Entire home/apt\t No parties\t1\t8\t3"]
     assert compact.call("SearchAccommodation", {"city": "Boise"}) == "There is no accommodation in Boise."
     assert compact.call("SearchCity", {"state": "Idaho"}) == "Cities in Idaho: Boise, Nowhere"
+
+
+def test_compact_cells_never_break_the_row_layout():
+    from star.sandbox.render import compact_accommodations, compact_attractions
+
+    odd = Accommodation("Cozy|  STUDIO\n2BR\tMidtown", "Private room", 99.5, 30.0, 4.5, "No pets", 1, "X")
+    assert compact_accommodations([odd]).splitlines()[1] == \
+        " Cozy| STUDIO 2BR Midtown\t99.5\t Private room\t No pets\t30\t1\t4.5"
+    far = Attraction("Spot", 1.5, -0.0000004, "Road 1", "Unknown", "Unknown", "X")
+    assert compact_attractions([far]).splitlines()[1] == " Spot\t1.5\t-0.0\t Road 1\t Unknown\t Unknown"
 
 
 def test_compact_distance(compact):
     call = lambda o, d, m: compact.run("GoogleDistanceMatrix", {"origin": o, "destination": d, "mode": m})
     assert call("Dallas", "Austin", "self-driving").text == \
-        "self-driving from Dallas to Austin: 3 hours 5 mins, 314 km, cost $15"
-    assert call("Dallas", "Boise", "taxi").text == "No valid taxi route from Dallas to Boise."
-    assert call("Boise", "Austin", "taxi").text == "No taxi route data from Boise to Austin."
+        "self-driving from Dallas to Austin: 3 hours 5 mins, 314 km, $15"
+    assert call("Dallas", "Boise", "taxi").text == "No valid route."  # a drive over a day
+    assert call("Austin", "Boise", "self-driving").text == "No valid route."  # the pair has empty values
+    assert call("Boise", "Austin", "taxi").text == "No route data from Boise to Austin."
     bad = call("Dallas", "Austin", "walking")
     assert (bad.ok, bad.error) == (False, "bad_mode")
     assert bad.text == "Error: mode must be 'self-driving' or 'taxi', got 'walking'."
@@ -181,26 +198,35 @@ def test_compact_carries_every_row_of_the_official_table(any_db):
             full, short = official.run(tool, {"city": city}), compact.run(tool, {"city": city})
             assert short.rows == full.rows
             if full.rows:
-                assert len(short.text.splitlines()) == len(full.rows) == len(full.text.splitlines()) - 1
+                lines = short.text.splitlines()
+                assert len(lines) == len(full.text.splitlines()) == len(full.rows) + 1  # a header, then the rows
                 assert len(short.text) < len(full.text)
-                for i, row in enumerate(full.rows, 1):
-                    # a name with a line break is flattened so that each row stays on one line
-                    name = " ".join(row.name.split()) if "\n" in row.name else row.name
-                    line = short.text.splitlines()[i - 1]
-                    assert line.startswith(f"{i}. {name} | ")
-                    for fact in _facts(row):
-                        assert fact in line, (fact, line)
+                width = len(lines[0].split("\t"))
+                for row, line in zip(full.rows, lines[1:]):
+                    cells = line.split("\t")
+                    assert len(cells) == width, line  # no cell carries a tab or a line break
+                    assert cells[0] == " " + _flat(row.name)
+                    assert cells[1:] == _facts(row), line
+
+
+def _flat(text: str) -> str:
+    """A cell with a line break or tab in it is flattened (whitespace runs become one space); others are kept."""
+    return " ".join(text.split()) if any(c in text for c in "\n\r\t") else text
 
 
 def _facts(row) -> list[str]:
-    """What a planner needs from a row, as the compact line must show it."""
+    """A row's values after the name, as the compact line must show them (same information as official)."""
     num = lambda x: str(int(x)) if float(x).is_integer() else repr(float(x))
+    flat = _flat
     if isinstance(row, Restaurant):
-        return [f"${row.avg_cost}", row.cuisines, f"rating {num(row.rating)}"]
+        return [str(row.avg_cost), " " + flat(row.cuisines), num(row.rating)]
     if isinstance(row, Accommodation):
-        return [f"${num(row.price)}/night", row.room_type, row.house_rules, f"min {num(row.minimum_nights)} night",
-                f"max {row.maximum_occupancy} guest", f"rating {num(row.review_rate)}"]
-    return [" ".join(row.address.split())]
+        return [num(row.price), " " + flat(row.room_type), " " + flat(row.house_rules), num(row.minimum_nights),
+                str(row.maximum_occupancy), num(row.review_rate)]
+    six = lambda x: f"{x:.6f}".rstrip("0")  # the official six decimals, trailing zeros cut (one decimal kept)
+    coordinate = lambda x: six(x) + "0" if six(x).endswith(".") else six(x)
+    return [coordinate(row.latitude), coordinate(row.longitude), *(" " + flat(text) for text in
+                                                                    (row.address, row.phone, row.website))]
 
 
 # -- bad calls: a clear observation, never an exception ----------------------------------------------
@@ -378,9 +404,9 @@ def test_runaway_arguments_are_not_echoed_in_full(compact):
 def test_the_answer_index_holds_exactly_what_a_call_would_render(any_db, style):
     import random
 
-    box = Toolbox(any_db, style=style)  # the first toolbox of a (database, style) builds the index
+    box = Toolbox(any_db, style=style)
     box.clear_cache()
-    added = box.precompute(flights=True)
+    added = box.precompute()
     cities = [c for c in any_db.restaurants_by_city if c in any_db.city_set]
     flights = list(any_db.flights_by_route_date)
     assert added >= len(cities) + len(flights)  # every city table and every (route, date) answer
