@@ -67,3 +67,6 @@ def test_the_pipeline_runs_for_real_and_its_data_pass_the_quality_suites(tmp_pat
     runs = client.search_runs([e.experiment_id for e in client.search_experiments()], max_results=500)
     logged = {r.data.tags.get("star.stage") for r in runs}
     assert {n.replace("@", "_") for n in [*stages, *rest]} <= logged  # evaluate@rl logs as evaluate_rl
+    ood_run = next(r for r in runs if r.data.tags.get("star.stage") == "evaluate_ood")
+    assert ood_run.data.metrics["qa.world.em"] == ood["qa.world.em"]  # per-dataset EM, Table 2 file attached
+    assert "outputs/table.md" in {a.path for a in client.list_artifacts(ood_run.info.run_id, "outputs")}
