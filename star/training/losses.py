@@ -20,8 +20,14 @@ def model_device(model):
     return next(model.parameters()).device
 
 
-def token_logprobs(model, input_ids, attention_mask, temperature: float = 1.0, with_entropy: bool = False):
-    """Log-prob of each next token (shape [B, T-1]) and optionally the policy's entropy there."""
+def token_logprobs(model, input_ids, attention_mask, temperature: float = 1.0, with_entropy: bool = False,
+                   chunk: int = 1024):
+    """Log-prob of each next token (shape [B, T-1]) and optionally the policy's entropy there.
+
+    Memory matters at long contexts (a 5K-token trajectory's logits over a 49K vocabulary are 1 GB in
+    float32): the log-prob is gathered logit minus logsumexp, so autograd keeps one copy of the
+    logits rather than a full log-softmax; the entropy is a statistic (no gradient), computed in
+    chunks of `chunk` positions."""
     import torch
 
     device = model_device(model)
@@ -29,11 +35,16 @@ def token_logprobs(model, input_ids, attention_mask, temperature: float = 1.0, w
     logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
     if temperature != 1.0:
         logits = logits / temperature
-    logp_all = torch.log_softmax(logits, dim=-1)
-    logp = logp_all.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    target = input_ids[:, 1:].unsqueeze(-1)
+    logp = logits.gather(-1, target).squeeze(-1) - torch.logsumexp(logits, dim=-1)
     if not with_entropy:
         return logp, None
-    entropy = -(logp_all.exp() * logp_all).sum(-1)
+    with torch.no_grad():
+        parts = []
+        for i in range(0, logits.shape[1], chunk):
+            lp = torch.log_softmax(logits[:, i:i + chunk].detach(), dim=-1)
+            parts.append(-(lp.exp() * lp).sum(-1))
+        entropy = torch.cat(parts, dim=1) if parts else logits.new_zeros(logits.shape[:2])
     return logp, entropy
 
 

@@ -109,3 +109,22 @@ def test_prefix_cache_reuses_history_without_changing_the_samples(tiny_model_dir
     for x, y in zip(a, b):
         assert x.logprobs == pytest.approx(y.logprobs, abs=1e-4)
     assert len(cached._prefix) <= 16 and not plain._prefix
+
+
+def test_prefix_cache_keeps_one_entry_per_episode_and_a_token_budget(tiny_model_dir, prompts):
+    from star.rollout.backends.transformers import TransformersBackend
+
+    backend = TransformersBackend.from_pretrained(str(tiny_model_dir), device="cpu", prefix_cache=64,
+                                                  prefix_cache_tokens=10_000)
+    p = SamplingParams(max_new_tokens=6, seed=1)
+    histories = list(prompts)
+    for _ in range(3):  # three turns: each turn's cache supersedes the previous one of its episode
+        gens = backend.generate(histories, p)
+        histories = [h + g.token_ids + [9, 10] for h, g in zip(histories, gens)]
+    assert len(backend._prefix) <= len(prompts)
+    assert all(not any(len(b) < len(a) and tuple(a[:len(b)]) == tuple(b) for b, _ in backend._prefix.values())
+               for a, _ in backend._prefix.values())
+    small = TransformersBackend.from_pretrained(str(tiny_model_dir), device="cpu", prefix_cache=64,
+                                                prefix_cache_tokens=max(map(len, prompts)) + 6)
+    small.generate(prompts, p)
+    assert sum(len(a) for a, _ in small._prefix.values()) <= small.prefix_cache_tokens

@@ -22,10 +22,14 @@ from star.rollout.base import Generation, GenerationBackend, SamplingParams, per
 
 class TransformersBackend(GenerationBackend):
     def __init__(self, model, tokenizer, max_batch: int = 8, device: str | torch.device | None = None,
-                 prefix_cache: int = 64):
+                 prefix_cache: int = 64, prefix_cache_tokens: int = 65536):
         self.model = model.eval()
         self.prefix_cache = prefix_cache
         """Most finished sequences whose KV cache is kept for reuse (0 = off); LRU."""
+        self.prefix_cache_tokens = prefix_cache_tokens
+        """Most tokens of keys/values kept over all entries (LRU): at long contexts the entry count alone
+        does not bound memory (SmolLM2-135M keeps ~46 KB a token in float32, so 5K-token turns x 64
+        entries would be ~15 GB)."""
         self._prefix: OrderedDict[tuple[int, ...], tuple] = OrderedDict()  # ids -> (ids array, [(K, V)] per layer)
         self.tokenizer = tokenizer
         self.max_batch = max_batch
@@ -39,14 +43,15 @@ class TransformersBackend(GenerationBackend):
 
     @classmethod
     def from_pretrained(cls, path: str, device: str | None = None, dtype: str | None = None, max_batch: int = 8,
-                        prefix_cache: int = 64):
+                        prefix_cache: int = 64, prefix_cache_tokens: int = 65536):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         torch_dtype = getattr(torch, dtype) if dtype else (torch.bfloat16 if device.startswith("cuda") else torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype).to(device)
-        return cls(model, tokenizer, max_batch=max_batch, device=device, prefix_cache=prefix_cache)
+        return cls(model, tokenizer, max_batch=max_batch, device=device, prefix_cache=prefix_cache,
+                   prefix_cache_tokens=prefix_cache_tokens)
 
     def update_weights(self, state_dict) -> None:
         """Load new policy weights in place (RL: after each optimiser step)."""
@@ -202,11 +207,17 @@ class TransformersBackend(GenerationBackend):
             if len(cols) < n:
                 continue
             key = tuple(p) + tuple(out_ids[b][:-1])
-            self._prefix[key] = (np.asarray(key, dtype=np.int64),
-                                 [(k[r, :, cols].clone(), v[r, :, cols].clone()) for k, v in layers])
+            arr = np.asarray(key, dtype=np.int64)
+            # An entry that is a prefix of this one is superseded (the next turn of the same episode):
+            # any prompt it would serve, this one serves at least as far.
+            for old in [k for k, (a, _) in self._prefix.items() if len(a) <= len(arr) and k == key[:len(a)]]:
+                del self._prefix[old]
+            self._prefix[key] = (arr, [(k[r, :, cols].clone(), v[r, :, cols].clone()) for k, v in layers])
             self._prefix.move_to_end(key)
-        while len(self._prefix) > self.prefix_cache:
-            self._prefix.popitem(last=False)
+        total = sum(len(a) for a, _ in self._prefix.values())
+        while self._prefix and (len(self._prefix) > self.prefix_cache or total > self.prefix_cache_tokens):
+            _, (a, _) = self._prefix.popitem(last=False)
+            total -= len(a)
 
 
 def _sample(logits: torch.Tensor, p: SamplingParams, gen: torch.Generator) -> tuple[int, float]:
