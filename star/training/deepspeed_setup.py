@@ -83,6 +83,24 @@ def linear_schedule(optimizer, total_steps: int, warmup_ratio: float, decay: boo
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+def step(engine) -> float | None:
+    """`engine.step()`, returning the gradient norm before clipping when this call ends an accumulation
+    window: DeepSpeed's own under ZeRO (and with fp16/bf16), measured here otherwise (with a plain torch
+    optimizer and ZeRO 0 DeepSpeed clips without keeping the norm)."""
+    boundary = engine.is_gradient_accumulation_boundary()
+    norm = None
+    if boundary and not engine.zero_optimization():
+        import torch
+
+        grads = [p.grad.detach().float().norm() for p in engine.module.parameters() if p.grad is not None]
+        norm = float(torch.linalg.vector_norm(torch.stack(grads))) if grads else 0.0
+    engine.step()
+    if not boundary:
+        return None
+    ds_norm = engine.get_global_grad_norm()
+    return float(ds_norm) if ds_norm is not None else norm
+
+
 def full_state_dict(engine) -> dict:
     """The model's full weights on every ZeRO stage (stage 3 gathers its partitions)."""
     if engine.zero_optimization_stage() == 3:

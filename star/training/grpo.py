@@ -275,11 +275,10 @@ class GRPOTrainer:
                     else:  # keep DeepSpeed's accumulation boundary: a zero-loss micro-step
                         loss = sum(p.sum() for p in engine.module.parameters()) * 0.0
                     engine.backward(loss, scale_wrt_gas=False)
-                    engine.step()
+                    gn = dss.step(engine)
+                    if gn is not None:
+                        grad_norms.append(gn)
                 losses.append(mini_loss)
-                gn = engine.get_global_grad_norm()
-                if gn is not None:
-                    grad_norms.append(float(gn))
         self.backend.update_weights(dss.full_state_dict(engine))
         out = {"loss": statistics.fmean(losses) if losses else 0.0,
                "grad_norm": statistics.fmean(grad_norms) if grad_norms else 0.0,

@@ -99,7 +99,7 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
                 break
             group = [collate([train[i] for i in mb], pad_id) for mb in batches[g:g + gas]]
             n_tokens = sum(int((b["labels"][:, 1:] != IGNORE).sum()) for b in group)
-            t0, step_loss, seen = time.perf_counter(), 0.0, 0
+            t0, step_loss, seen, grad_norm = time.perf_counter(), 0.0, 0, None
             for k in range(gas):
                 if k < len(group):
                     loss_sum, _ = token_losses(engine, group[k])
@@ -109,11 +109,11 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
                 else:  # a short last group: zero-loss micro-steps keep DeepSpeed's accumulation boundary
                     loss = sum(p.sum() for p in engine.module.parameters()) * 0.0
                 engine.backward(loss, scale_wrt_gas=False)
-                engine.step()
+                norm = dss.step(engine)
+                grad_norm = norm if norm is not None else grad_norm
             step += 1
             dt = time.perf_counter() - t0
             losses.append(step_loss)
-            grad_norm = engine.get_global_grad_norm()
             logger.log(step, {"loss": step_loss, "lr": scheduler.get_last_lr()[0], "epoch": epoch + 1,
                               "grad_norm": grad_norm if grad_norm is not None else float("nan"),
                               "tokens": seen, "tokens_per_s": seen / dt, "step_time_s": dt})
