@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sft": ("star.training.cli_sft", "supervised fine-tuning with DeepSpeed"),
     "grpo": ("star.training.cli_grpo", "GRPO / DAPO / ARPO training with DeepSpeed"),
     "eval-qa": ("star.qa.cli", "out-of-domain knowledge QA with a local search tool"),
+    "curves": ("star.tracking.cli_curves", "a training run's step metrics (metrics.jsonl) as a table and a plot"),
     "report": ("star.tracking.cli_report", "compare ablation variants: tables, statistics, plots"),
     "serve": ("star.tracking.cli_serve", "start a local Prefect server + worker and the MLflow UI on 127.0.0.1"),
 }

@@ -333,20 +333,23 @@ def _curve_key(curves: dict, word: str) -> str | None:
     return keys[0] if keys else None
 
 
-def plot_curves(variants: list[VariantResult], path: Path, panels: tuple[str, ...] = CURVE_PANELS) -> Path | None:
-    """Training curves overlaid, one panel per quantity (reward, success, entropy) as in Figures 7-10."""
+def plot_curves(variants: list[VariantResult], path: Path, panels: tuple[str, ...] = CURVE_PANELS,
+                exact: bool = False) -> Path | None:
+    """Training curves overlaid, one panel per quantity (reward, success, entropy) as in Figures 7-10;
+    a panel is the first metric key containing its word, or exactly that key with `exact`."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    present = [w for w in panels if any(_curve_key(v.curves, w) for v in variants)]
+    key_of = (lambda curves, word: word if word in curves else None) if exact else _curve_key
+    present = [w for w in panels if any(key_of(v.curves, w) for v in variants)]
     if not present:
         return None
     fig, axes = plt.subplots(1, len(present), figsize=(4.2 * len(present), 3.4), squeeze=False)
     for ax, word in zip(axes[0], present):
         for v in variants:
-            key = _curve_key(v.curves, word)
+            key = key_of(v.curves, word)
             if key:
                 steps, vals = zip(*v.curves[key])
                 ax.plot(steps, vals, marker="." if len(steps) < 30 else None, label=v.name)
