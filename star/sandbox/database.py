@@ -162,8 +162,9 @@ class Database:
             self.distances.setdefault((d.origin, d.dest), d)  # first row wins (reference §2.3)
 
     def row_cells(self):
-        """Every row's observation pieces in both styles (`render.RowCells`), formatted on first use;
-        `load_database` builds them at load, so a tool call only looks rows up, pads and joins."""
+        """Every row's observation pieces in both styles (`render.RowCells`), formatted on first use (the
+        first `Toolbox` of a database), so a tool call only looks rows up, pads and joins. Not built at
+        load: the evaluator and synthesis read the database without rendering tool text."""
         if self._row_cells is None:
             from star.sandbox.render import RowCells  # render imports this module's row types
 
@@ -337,7 +338,6 @@ def load_database(spec: str | os.PathLike | None = None, *, cache: bool = True) 
         db = generate_world(seed_value)
     else:
         db = load_directory(spec)
-    db.row_cells()
     if cache:
         _CACHE[spec] = db
     return db
