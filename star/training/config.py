@@ -106,6 +106,8 @@ class GRPOConfig(_Config):
     """Passes over the RL training queries (paper: 5)."""
     max_steps: int | None = None
     """Stop after this many rollout batches (None: run all epochs)."""
+    train_queries: int | None = Field(None, ge=1)
+    """Train on the first N RL queries only (None: all); N = batch_queries repeats one batch, so step rewards compare."""
     learning_rate: float = 2e-6
     """AdamW learning rate (paper: 2e-6)."""
     warmup_ratio: float = Field(0.0, ge=0.0, le=1.0)

@@ -53,6 +53,15 @@ def steps_per_epoch(n_queries: int, batch: int) -> int:
     return max(1, math.ceil(n_queries / batch))
 
 
+def training_queries(queries: list[dict], cfg: GRPOConfig) -> list[dict]:
+    """The queries the run trains on: all of them, or the first `cfg.train_queries`."""
+    if cfg.train_queries is None:
+        return list(queries)
+    if cfg.train_queries > len(queries):
+        raise ValueError(f"train_queries={cfg.train_queries} but only {len(queries)} RL queries were given")
+    return list(queries[: cfg.train_queries])
+
+
 def _score(t, key: str) -> float:
     return float(bool(t.scores.get(key))) if key in ("success", "delivered") else float(t.scores.get(key, 0.0) or 0.0)
 
@@ -90,13 +99,13 @@ class GRPOTrainer:
         random.seed(cfg.seed)
         self.model_dir, self.out, self.progress = Path(model_dir), Path(out), progress
         self.out.mkdir(parents=True, exist_ok=True)
-        self.queries, self.val_queries = queries, val_queries or []
+        self.queries, self.val_queries = training_queries(queries, cfg), val_queries or []
         self.db = db if db is not None else load_database()
         self.tokenizer = load_tokenizer(model_dir)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None \
             else self.tokenizer.eos_token_id
-        self.stream = QueryStream(len(queries), cfg.seed)
-        per_epoch = steps_per_epoch(len(queries), cfg.batch_queries)
+        self.stream = QueryStream(len(self.queries), cfg.seed)
+        per_epoch = steps_per_epoch(len(self.queries), cfg.batch_queries)
         self.total_steps = per_epoch * cfg.epochs if cfg.max_steps is None else cfg.max_steps
         model = load_model(model_dir)
         # Most micro-batches one optimiser step can see; fewer (DAPO drops) are padded with zero-loss steps.

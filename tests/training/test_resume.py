@@ -8,7 +8,7 @@ import torch
 
 from star.training.checkpoint import rng_state, set_rng_state
 from star.training.config import GRPOConfig
-from star.training.grpo import GRPOTrainer, QueryStream
+from star.training.grpo import GRPOTrainer, QueryStream, training_queries
 
 
 def test_rng_state_round_trips_through_json():
@@ -27,6 +27,21 @@ def test_query_stream_resumes_at_the_same_next_batch():
     again = QueryStream(5, seed=7, **QueryStream(5, seed=7, epoch=1, cursor=4).state())
     assert again.next(2) == seen[2]
     assert s.next(2)[1] == 2  # a batch never straddles epochs
+
+
+def test_train_queries_keeps_the_first_n_so_every_step_sees_the_same_batch():
+    queries = [{"idx": i} for i in range(6)]
+    cfg = GRPOConfig(batch_queries=2, train_queries=2)
+    kept = training_queries(queries, cfg)
+    assert kept == queries[:2]
+    s = QueryStream(len(kept), seed=0)
+    assert all(sorted(s.next(2)[0]) == [0, 1] for _ in range(4))
+    assert training_queries(queries, GRPOConfig()) == queries
+
+
+def test_train_queries_beyond_the_file_is_a_clear_error():
+    with pytest.raises(ValueError, match="train_queries=9 but only 6"):
+        training_queries([{}] * 6, GRPOConfig(train_queries=9))
 
 
 class FixedRollouts(GRPOTrainer):
