@@ -20,6 +20,8 @@ class SandboxConfig(BaseModel):
     """Probability that a tool call returns `Error: Current tool X is not available.` instead of its result."""
     seed: int = 0
     """Seed of the failure-injection random stream (same seed, same failures)."""
+    precompute_limit: int = Field(10000, ge=0)
+    """The first toolbox of a database renders every answer up front when there are at most this many (0: lazy)."""
 
 
 DEFAULTS = SandboxConfig()

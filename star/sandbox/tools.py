@@ -104,17 +104,19 @@ class ToolResult:
 _CACHES: dict[tuple[int, str], dict] = {}
 
 
-def _shared_cache(db: Database, style: str) -> dict:
-    """One answer cache per (database, style), so toolboxes made per episode share their renders."""
+def _shared_cache(db: Database, style: str) -> tuple[dict, bool]:
+    """One answer cache per (database, style), so toolboxes made per episode share their renders;
+    and whether it was made just now (shared with later toolboxes)."""
     key = (id(db), style)
     cache = _CACHES.get(key)
-    if cache is None:
-        try:
-            weakref.finalize(db, _CACHES.pop, key, None)  # freed with the database; ids are then reusable
-        except TypeError:  # not weak-referenceable: this toolbox keeps a cache of its own
-            return {}
-        cache = _CACHES[key] = {}
-    return cache
+    if cache is not None:
+        return cache, False
+    try:
+        weakref.finalize(db, _CACHES.pop, key, None)  # freed with the database; ids are then reusable
+    except TypeError:  # not weak-referenceable: this toolbox keeps a cache of its own
+        return {}, False
+    cache = _CACHES[key] = {}
+    return cache, True
 
 
 def resolve_tool_name(name: object) -> str | None:
@@ -126,17 +128,22 @@ class Toolbox:
     """The six tools over one database. `call` gives the text, `run` the full `ToolResult`."""
 
     def __init__(self, db: Database, style: str = DEFAULTS.style, failure_rate: float = DEFAULTS.failure_rate,
-                 seed: int = DEFAULTS.seed):
+                 seed: int = DEFAULTS.seed, precompute_limit: int = DEFAULTS.precompute_limit):
         if style not in STYLES:
             raise ValueError(f"unknown observation style {style!r}; expected one of {STYLES}")
         self.db = db
         self.style = style
         self.official = style == "official"
         self.failures = FailureInjector(failure_rate, seed)
-        self._cache = _shared_cache(db, style)
+        self._cache, new_cache = _shared_cache(db, style)
         self._cells = db.row_cells()
         self._city_set = frozenset(db.city_set)
         self._city_list_text: str | None = None  # str(citySet list), built on the first city error
+        # A small database (the real one: ~2.9K answers, 0.06 s) is rendered whole by its first toolbox,
+        # so every call after is one dict lookup; a large one renders each answer on first use.
+        self.precompute_limit = precompute_limit
+        if new_cache:
+            self.prepare()
 
     # -- public API ------------------------------------------------------------------------------
     def call(self, name: str, arguments: Mapping | None = None) -> str:
@@ -165,6 +172,17 @@ class Toolbox:
                 self._cache[key] = result
         return result
 
+    def prepare(self) -> int:
+        """Render every answer when the database has at most `precompute_limit` of them; returns how many
+        were added (0 for a larger database, whose answers are rendered on first use)."""
+        return self.precompute() if 0 < self.answer_count() <= self.precompute_limit else 0
+
+    def answer_count(self) -> int:
+        """How many row-backed answers the database has (city tables and flight route-dates of known cities)."""
+        return (sum(city in self._city_set for index in (self.db.restaurants_by_city, self.db.attractions_by_city,
+                                                         self.db.accommodations_by_city) for city in index)
+                + sum(o in self._city_set and d in self._city_set for o, d, _ in self.db.flights_by_route_date))
+
     def precompute(self) -> int:
         """Render every city-table and flight answer into the shared cache (answers are otherwise
         rendered on first use; a render costs about as much as 10 cached calls); returns how many were
@@ -173,7 +191,9 @@ class Toolbox:
                                                     ("SearchAttraction", self.db.attractions_by_city),
                                                     ("SearchAccommodation", self.db.accommodations_by_city))
                 for city in index if city in self._city_set]
-        jobs += [("SearchFlight", key) for key in self.db.flights_by_route_date]
+        # a flight touching a city outside the city set is an "unknown city" answer, never memoised
+        jobs += [("SearchFlight", key) for key in self.db.flights_by_route_date
+                 if key[0] in self._city_set and key[1] in self._city_set]
         added = 0
         for tool, args in jobs:
             key = (tool, *args)

@@ -400,6 +400,37 @@ def test_runaway_arguments_are_not_echoed_in_full(compact):
         assert text.startswith("Error: ") and len(text) < 400
 
 
+def test_the_first_toolbox_of_a_small_database_renders_every_answer_up_front(tiny_db):
+    import copy
+
+    db = copy.copy(tiny_db)  # another Database object: its answer cache starts empty
+    box = Toolbox(db, style="official", precompute_limit=100)
+    assert 0 < box.answer_count() <= 100 and len(box._cache) == box.answer_count()
+    later = Toolbox(db, style="official")
+    assert later._cache is box._cache  # shared: later toolboxes only look answers up
+    assert later.call("SearchRestaurant", {"city": "Austin"}) == Toolbox(copy.copy(tiny_db), style="official",
+                                                                         precompute_limit=0).call(
+        "SearchRestaurant", {"city": "Austin"})
+
+
+def test_a_database_over_the_precompute_limit_renders_answers_on_first_use(tiny_db):
+    import copy
+
+    box = Toolbox(copy.copy(tiny_db), style="compact", precompute_limit=1)
+    assert box._cache == {}
+    box.call("SearchRestaurant", {"city": "Austin"})
+    assert list(box._cache) == [("SearchRestaurant", "Austin")]
+
+
+def test_the_real_database_is_small_enough_to_be_rendered_whole(real_db):
+    import copy
+
+    from star.sandbox.config import DEFAULTS
+
+    box = Toolbox(copy.copy(real_db), style="compact")
+    assert box.answer_count() <= DEFAULTS.precompute_limit and len(box._cache) == box.answer_count()
+
+
 @pytest.mark.parametrize("style", ["official", "compact"])
 def test_the_answer_index_holds_exactly_what_a_call_would_render(any_db, style):
     import random
