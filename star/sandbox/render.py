@@ -7,10 +7,12 @@ the column, scientific notation for tiny or huge values), the leading space pand
 front of numeric column headers, right-justification of every cell, escaped control
 characters and one space between columns. Tests pin it against real pandas.
 
-The compact renderers carry the same information as the official tables in fewer tokens, for
-agents whose context budget matters: flights as numbered lines (the paper's format) without the
-repeated date and route, city tables as a header line naming the columns once and one
-tab-separated row per line without the repeated city column or the padding (see below).
+The compact renderers carry the information a plan is made from, in far fewer tokens, for agents
+whose context budget matters: flights as numbered lines (the paper's format) without the repeated
+date and route, city tables as a header line naming the columns once and one tab-separated row
+per line without the repeated city column or the padding (see below). Every field a plan names
+or a check reads is kept; attractions keep name and address but not the coordinates, phone
+number and website (read by no check, and two thirds of an attraction table's tokens).
 """
 
 from __future__ import annotations
@@ -167,7 +169,7 @@ def compact_flights(rows: Sequence[Flight], lines: Sequence[str] | None = None) 
 # the same tokens as in a plan ("Lunch: Coco Bambu, Austin"). The city column is left out (it is
 # the search argument); floats lose a useless ".0".
 RESTAURANT_HEADER = "name\taverage cost\tcuisines\trating"
-ATTRACTION_HEADER = "name\tlatitude\tlongitude\taddress\tphone\twebsite"
+ATTRACTION_HEADER = "name\taddress"
 ACCOMMODATION_HEADER = "name\tprice per night\troom type\thouse rules\tminimum nights\tmaximum occupancy\trating"
 
 
@@ -176,8 +178,8 @@ def compact_restaurant_line(r: Restaurant) -> str:
 
 
 def compact_attraction_line(a: Attraction) -> str:
-    return (f" {_cell(a.name)}\t{_coordinate(a.latitude)}\t{_coordinate(a.longitude)}\t {_cell(a.address)}\t"
-            f" {_cell(a.phone)}\t {_cell(a.website)}")
+    # Coordinates (a token per digit), phone and website stay in the official style only.
+    return f" {_cell(a.name)}\t {_cell(a.address)}"
 
 
 def compact_accommodation_line(a: Accommodation) -> str:
@@ -208,12 +210,6 @@ def compact_distance(mode: str, origin: str, dest: str, row: Distance | None) ->
     if cost is None:  # empty entry, or a drive over a day: invalid for both modes, as the official tool says
         return "No valid route."
     return f"{mode} from {origin} to {dest}: {row.duration}, {row.distance}, ${cost}"
-
-
-def _coordinate(x: float) -> str:
-    """Six decimals, as the official table shows coordinates, without trailing zeros."""
-    text = _FIXED.format(x).rstrip("0")
-    return text + "0" if text.endswith(".") else text
 
 
 def _cell(text: str) -> str:

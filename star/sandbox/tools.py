@@ -63,7 +63,7 @@ TOOL_SPECS: list[dict] = [
      "parameters": {"type": "object", "properties": {"city": {**_STRING, "description": "City name"}},
                     "required": ["city"], "additionalProperties": False}},
     {"name": "SearchAttraction",
-     "description": "Attractions in a city: name, address, phone, website, coordinates.",
+     "description": "Attractions in a city: name and address.",
      "parameters": {"type": "object", "properties": {"city": {**_STRING, "description": "City name"}},
                     "required": ["city"], "additionalProperties": False}},
     {"name": "SearchAccommodation",

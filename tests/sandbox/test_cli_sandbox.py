@@ -52,7 +52,7 @@ def test_single_call_official_style_and_alias(capsys, generated_db, a_flight):
 def test_db_defaults_to_star_db_then_generated(capsys, monkeypatch, a_city):
     monkeypatch.setenv("STAR_DB", DB)
     assert main(["tools", "SearchAttraction", json.dumps({"city": a_city})]) == 0
-    assert capsys.readouterr().out.startswith("name\tlatitude\tlongitude\t")  # the compact style
+    assert capsys.readouterr().out.startswith("name\taddress\n")  # the compact style
 
 
 def test_a_bad_call_prints_the_error_observation_and_exits_1(capsys):

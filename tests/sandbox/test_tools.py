@@ -154,12 +154,11 @@ def test_compact_city_tables(compact):
         "name\taverage cost\tcuisines\trating",
         " Coco Bambu\t33\t Tea, Cafe, Desserts\t4.9",
         " Taco Joint\t12\t Mexican\t0"]
-    # attractions: every official column but the city, coordinates in six decimals as the official table
+    # attractions: name and address; coordinates, phone and website only in the official style
     assert compact.call("SearchAttraction", {"city": "Austin"}).splitlines() == [
-        "name\tlatitude\tlongitude\taddress\tphone\twebsite",
-        " Zilker Park\t30.266962\t-97.772859\t 2100 Barton Springs Rd, Austin, TX 78746, USA\t (512) 974-6700\t"
-        " https://www.austintexas.gov/",
-        " State Capitol\t30.274665\t-97.740351\t 1100 Congress Ave., Austin, TX 78701, USA\t Unknown\t Unknown"]
+        "name\taddress",
+        " Zilker Park\t 2100 Barton Springs Rd, Austin, TX 78746, USA",
+        " State Capitol\t 1100 Congress Ave., Austin, TX 78701, USA"]
     assert compact.call("SearchAccommodation", {"city": "Austin"}).splitlines() == [
         "name\tprice per night\troom type\thouse rules\tminimum nights\tmaximum occupancy\trating",
         " Cozy Loft\t120\t Private room\t No smoking & No pets\t2\t2\t4",
@@ -174,8 +173,8 @@ def test_compact_cells_never_break_the_row_layout():
     odd = Accommodation("Cozy|  STUDIO\n2BR\tMidtown", "Private room", 99.5, 30.0, 4.5, "No pets", 1, "X")
     assert compact_accommodations([odd]).splitlines()[1] == \
         " Cozy| STUDIO 2BR Midtown\t99.5\t Private room\t No pets\t30\t1\t4.5"
-    far = Attraction("Spot", 1.5, -0.0000004, "Road 1", "Unknown", "Unknown", "X")
-    assert compact_attractions([far]).splitlines()[1] == " Spot\t1.5\t-0.0\t Road 1\t Unknown\t Unknown"
+    spot = Attraction("Spot\tPark", 1.5, -0.0000004, "Road 1\nNorth", "Unknown", "Unknown", "X")
+    assert compact_attractions([spot]).splitlines()[1] == " Spot Park\t Road 1 North"
 
 
 def test_compact_distance(compact):
@@ -190,7 +189,7 @@ def test_compact_distance(compact):
     assert bad.text == "Error: mode must be 'self-driving' or 'taxi', got 'walking'."
 
 
-def test_compact_carries_every_row_of_the_official_table(any_db):
+def test_compact_carries_every_row_of_the_official_table_with_what_a_plan_needs(any_db):
     official, compact = Toolbox(any_db, style="official"), Toolbox(any_db, style="compact")
     cities = [c for c in any_db.city_set if c in any_db.restaurants_by_city][:15]
     for tool in ("SearchRestaurant", "SearchAttraction", "SearchAccommodation"):
@@ -215,7 +214,7 @@ def _flat(text: str) -> str:
 
 
 def _facts(row) -> list[str]:
-    """A row's values after the name, as the compact line must show them (same information as official)."""
+    """A row's values after the name, as the compact line must show them (what a plan or a check reads)."""
     num = lambda x: str(int(x)) if float(x).is_integer() else repr(float(x))
     flat = _flat
     if isinstance(row, Restaurant):
@@ -223,10 +222,7 @@ def _facts(row) -> list[str]:
     if isinstance(row, Accommodation):
         return [num(row.price), " " + flat(row.room_type), " " + flat(row.house_rules), num(row.minimum_nights),
                 str(row.maximum_occupancy), num(row.review_rate)]
-    six = lambda x: f"{x:.6f}".rstrip("0")  # the official six decimals, trailing zeros cut (one decimal kept)
-    coordinate = lambda x: six(x) + "0" if six(x).endswith(".") else six(x)
-    return [coordinate(row.latitude), coordinate(row.longitude), *(" " + flat(text) for text in
-                                                                    (row.address, row.phone, row.website))]
+    return [" " + flat(row.address)]  # attractions: no coordinates, phone or website
 
 
 # -- bad calls: a clear observation, never an exception ----------------------------------------------
