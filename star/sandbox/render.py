@@ -9,8 +9,8 @@ characters and one space between columns. Tests pin it against real pandas.
 
 The compact renderers carry the information a plan is made from, in far fewer tokens, for agents
 whose context budget matters: flights as numbered lines (the paper's format) without the repeated
-date and route, city tables as a header line naming the columns once and one tab-separated row
-per line without the repeated city column or the padding (see below). Every field a plan names
+date and route, city tables as a header line naming the columns once and one numbered,
+tab-separated row per line without the repeated city column or the padding (see below). Every field a plan names
 or a check reads is kept; attractions keep name and address but not the coordinates, phone
 number and website (read by no check, and two thirds of an attraction table's tokens).
 """
@@ -162,8 +162,8 @@ def compact_flights(rows: Sequence[Flight], lines: Sequence[str] | None = None) 
     return "\n".join(map("%d. %s".__mod__, enumerate(map(compact_flight_line, rows) if lines is None else lines, 1)))
 
 
-# A city table is one header line naming the columns once, then one row per line with bare values,
-# tab-separated: a tab never occurs in a cell (`_cell` flattens it) while "|" occurs in real names.
+# A city table is one header line naming the columns once, then one numbered row per line with bare
+# values, tab-separated: a tab never occurs in a cell (`_cell` flattens it) while "|" occurs in real names.
 # A text cell starts with a space and a number does not, which is what tokenizes cheapest (SmolLM2
 # has " Chicago" as one token, but a space before a digit is a token of its own) and gives a name
 # the same tokens as in a plan ("Lunch: Coco Bambu, Austin"). The city column is left out (it is
@@ -187,16 +187,21 @@ def compact_accommodation_line(a: Accommodation) -> str:
             f"{_num(a.minimum_nights)}\t{a.maximum_occupancy}\t{_num(a.review_rate)}")
 
 
+def _numbered_table(header: str, lines) -> str:
+    # "1. Coco Bambu\t33...": the row's leading space follows the number, as in the flight lines
+    return header + "\n" + "\n".join(map("%d.%s".__mod__, enumerate(lines, 1)))
+
+
 def compact_restaurants(rows: Sequence[Restaurant], lines: Sequence[str] | None = None) -> str:
-    return "\n".join([RESTAURANT_HEADER, *(map(compact_restaurant_line, rows) if lines is None else lines)])
+    return _numbered_table(RESTAURANT_HEADER, map(compact_restaurant_line, rows) if lines is None else lines)
 
 
 def compact_attractions(rows: Sequence[Attraction], lines: Sequence[str] | None = None) -> str:
-    return "\n".join([ATTRACTION_HEADER, *(map(compact_attraction_line, rows) if lines is None else lines)])
+    return _numbered_table(ATTRACTION_HEADER, map(compact_attraction_line, rows) if lines is None else lines)
 
 
 def compact_accommodations(rows: Sequence[Accommodation], lines: Sequence[str] | None = None) -> str:
-    return "\n".join([ACCOMMODATION_HEADER, *(map(compact_accommodation_line, rows) if lines is None else lines)])
+    return _numbered_table(ACCOMMODATION_HEADER, map(compact_accommodation_line, rows) if lines is None else lines)
 
 
 def compact_cities(state: str, cities: Sequence[str]) -> str:

@@ -148,21 +148,21 @@ def test_compact_flight_lines_follow_the_paper(compact):
 
 
 def test_compact_city_tables(compact):
-    # a header line naming the columns once, then one tab-separated row per line, bare values;
+    # a header line naming the columns once, then one numbered tab-separated row per line, bare values;
     # a text cell starts with a space (a name tokenizes as in a plan), a number does not
     assert compact.call("SearchRestaurant", {"city": "Austin"}).splitlines() == [
         "name\taverage cost\tcuisines\trating",
-        " Coco Bambu\t33\t Tea, Cafe, Desserts\t4.9",
-        " Taco Joint\t12\t Mexican\t0"]
+        "1. Coco Bambu\t33\t Tea, Cafe, Desserts\t4.9",
+        "2. Taco Joint\t12\t Mexican\t0"]
     # attractions: name and address; coordinates, phone and website only in the official style
     assert compact.call("SearchAttraction", {"city": "Austin"}).splitlines() == [
         "name\taddress",
-        " Zilker Park\t 2100 Barton Springs Rd, Austin, TX 78746, USA",
-        " State Capitol\t 1100 Congress Ave., Austin, TX 78701, USA"]
+        "1. Zilker Park\t 2100 Barton Springs Rd, Austin, TX 78746, USA",
+        "2. State Capitol\t 1100 Congress Ave., Austin, TX 78701, USA"]
     assert compact.call("SearchAccommodation", {"city": "Austin"}).splitlines() == [
         "name\tprice per night\troom type\thouse rules\tminimum nights\tmaximum occupancy\trating",
-        " Cozy Loft\t120\t Private room\t No smoking & No pets\t2\t2\t4",
-        " Big House\t455\t Entire home/apt\t No parties\t1\t8\t3"]
+        "1. Cozy Loft\t120\t Private room\t No smoking & No pets\t2\t2\t4",
+        "2. Big House\t455\t Entire home/apt\t No parties\t1\t8\t3"]
     assert compact.call("SearchAccommodation", {"city": "Boise"}) == "There is no accommodation in Boise."
     assert compact.call("SearchCity", {"state": "Idaho"}) == "Cities in Idaho: Boise, Nowhere"
 
@@ -172,9 +172,9 @@ def test_compact_cells_never_break_the_row_layout():
 
     odd = Accommodation("Cozy|  STUDIO\n2BR\tMidtown", "Private room", 99.5, 30.0, 4.5, "No pets", 1, "X")
     assert compact_accommodations([odd]).splitlines()[1] == \
-        " Cozy| STUDIO 2BR Midtown\t99.5\t Private room\t No pets\t30\t1\t4.5"
+        "1. Cozy| STUDIO 2BR Midtown\t99.5\t Private room\t No pets\t30\t1\t4.5"
     spot = Attraction("Spot\tPark", 1.5, -0.0000004, "Road 1\nNorth", "Unknown", "Unknown", "X")
-    assert compact_attractions([spot]).splitlines()[1] == " Spot Park\t Road 1 North"
+    assert compact_attractions([spot]).splitlines()[1] == "1. Spot Park\t Road 1 North"
 
 
 def test_compact_distance(compact):
@@ -201,10 +201,10 @@ def test_compact_carries_every_row_of_the_official_table_with_what_a_plan_needs(
                 assert len(lines) == len(full.text.splitlines()) == len(full.rows) + 1  # a header, then the rows
                 assert len(short.text) < len(full.text)
                 width = len(lines[0].split("\t"))
-                for row, line in zip(full.rows, lines[1:]):
+                for number, (row, line) in enumerate(zip(full.rows, lines[1:]), 1):
                     cells = line.split("\t")
                     assert len(cells) == width, line  # no cell carries a tab or a line break
-                    assert cells[0] == " " + _flat(row.name)
+                    assert cells[0] == f"{number}. " + _flat(row.name)
                     assert cells[1:] == _facts(row), line
 
 
