@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
     parser.add_argument("--tool-budget", type=int, default=d.tool_budget)
     parser.add_argument("--limit", type=optional_int, default=d.limit, help="first N queries only (none = all)")
+    parser.add_argument("--samples", type=int, default=d.samples, help="episodes per query (rates over all: avg@k)")
     parser.add_argument("--mode", choices=("official", "strict"), default=d.mode, help="evaluator mode of the report")
     parser.add_argument("--seed", type=int, default=d.seed)
     parser.add_argument("--batch", type=int, default=8, help="sequences decoded together")
@@ -39,7 +40,7 @@ def run(args) -> int:
 
     cfg = EvalConfig(temperature=args.temperature, top_p=args.top_p, max_context=args.max_context,
                      max_new_tokens=args.max_new_tokens, tool_budget=args.tool_budget, limit=args.limit,
-                     mode=args.mode, seed=args.seed, split=Path(args.queries).stem)
+                     samples=args.samples, mode=args.mode, seed=args.seed, split=Path(args.queries).stem)
     queries = load_queries(args.queries)
     if cfg.limit is not None:
         queries = queries[: cfg.limit]
@@ -63,7 +64,8 @@ def run(args) -> int:
 
             teacher = LLMTeacher(backend, db, agent_config(cfg), SamplingParams(
                 temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens))
-            trajectories = run_teacher(teacher, queries, 1, cfg.seed, workers=args.batch, progress=progress)
+            trajectories = run_teacher(teacher, queries, cfg.samples, cfg.seed, workers=args.batch,
+                                       progress=progress)
     else:
         if not Path(args.model).is_dir():
             raise SystemExit(f"star eval-agent: --model {args.model!r} is neither a directory nor an http(s) URL")

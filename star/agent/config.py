@@ -91,6 +91,8 @@ class EvalConfig(BaseModel):
     """Tool-call budget per episode."""
     limit: int | None = None
     """Evaluate only the first N queries (None = all)."""
+    samples: int = Field(1, ge=1)
+    """Episodes per query; every rate and mean reward is over all of them (avg@k)."""
     mode: EvalMode = "official"
     """Evaluator mode of the reported numbers."""
     seed: int = 0

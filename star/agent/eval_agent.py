@@ -32,7 +32,7 @@ def run_policy(backend, db: Database, queries: list[dict], cfg: EvalConfig, max_
 
     rc = RolloutConfig(max_batch=max_batch, max_in_flight=max(2 * max_batch, 1), temperature=cfg.temperature,
                        top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens, seed=cfg.seed, progress=progress)
-    return RolloutEngine(backend, db, agent_config(cfg), rc, agent_name=agent_name).run(queries, 1)
+    return RolloutEngine(backend, db, agent_config(cfg), rc, agent_name=agent_name).run(queries, cfg.samples)
 
 
 def metrics(trajectories: list[Trajectory], queries: list[dict], db: Database, mode: str) -> dict:
@@ -40,6 +40,7 @@ def metrics(trajectories: list[Trajectory], queries: list[dict], db: Database, m
     from collections import Counter
 
     from star.evaluation.evaluator import aggregate, evaluate_plan
+    from star.training.rewards import REWARDS, compute_reward
 
     by_id = {str(q.get("id", q.get("idx", i))): q for i, q in enumerate(queries)}
     scores = [evaluate_plan(by_id[t.query_id], t.plan, db, mode=mode) for t in trajectories]
@@ -47,6 +48,10 @@ def metrics(trajectories: list[Trajectory], queries: list[dict], db: Database, m
     out["finish_reasons"] = dict(Counter(t.finish_reason for t in trajectories))
     out["mean_tool_calls"] = sum(t.tool_calls for t in trajectories) / max(len(trajectories), 1)
     out["mean_tokens"] = sum(t.n_tokens for t in trajectories) / max(len(trajectories), 1)
+    # The training rewards of these episodes (scored in the episodes' own evaluator mode), so a policy's
+    # reward on its RL queries can be measured before and after training.
+    out["mean_reward"] = {name: sum(compute_reward(name, t.scores, t.finish_reason) for t in trajectories)
+                          / max(len(trajectories), 1) for name in REWARDS}
     return out
 
 
@@ -57,6 +62,8 @@ def metric_table(m: dict) -> str:
     for lvl, r in rows:
         lines.append(f"| {lvl} | {r['n']} | " + " | ".join(f"{100 * r[k]:.1f}" for k, _ in METRIC_COLUMNS) + " |")
     lines += ["", "finish reasons: " + ", ".join(f"{k}: {v}" for k, v in sorted(m.get("finish_reasons", {}).items()))]
+    if m.get("mean_reward"):
+        lines.append("mean reward per episode: " + ", ".join(f"{k} {v:.3f}" for k, v in m["mean_reward"].items()))
     return "\n".join(lines)
 
 

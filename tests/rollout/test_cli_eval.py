@@ -64,3 +64,28 @@ def test_llm_teacher_through_a_chat_endpoint(tiny_backend, query_file, tmp_path,
     # A random model cannot follow the protocol: each episode ends on its first, malformed turn.
     assert all(t.finish_reason in ("format_error", "context_overflow") for t in trajs)
     assert all(t.messages[2]["role"] == "assistant" for t in trajs)
+
+
+def test_eval_agent_runs_several_episodes_per_query(tiny_model_dir, query_file, tmp_path):
+    out = tmp_path / "eval-k"
+    assert main(["eval-agent", "--model", str(tiny_model_dir), "--queries", str(query_file), "--out", str(out),
+                 "--db", "generated:0", "--max-new-tokens", "16", "--limit", "2", "--samples", "3", "--quiet"]) == 0
+    _check_outputs(out, 6)
+    episodes = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
+    assert sorted(e["sample"] for e in episodes) == [0, 0, 1, 1, 2, 2]
+    assert json.loads((out / "metrics.json").read_text())["config"]["samples"] == 3
+
+
+def test_eval_metrics_carry_the_mean_training_reward_of_the_episodes(generated_db, synthetic_queries):
+    from star.agent.eval_agent import metrics
+    from star.agent.trajectory import Trajectory
+
+    q = synthetic_queries[0]
+    qid = str(q.get("id", q.get("idx", 0)))
+    scores = {"delivered": True, "cs_micro": 0.75, "cs_macro": 0.0, "hard_micro": 0.5, "hard_macro": 0.0,
+              "success": False}
+    answered = Trajectory(qid, [], "answer", scores=scores)
+    broken = Trajectory(qid, [], "format_error", scores=scores)  # a format error earns 0, whatever the scores
+    m = metrics([answered, broken], [q], generated_db, "strict")
+    assert m["mean_reward"]["sum"] == pytest.approx((0.75 + 0.5) / 2)
+    assert m["mean_reward"]["success"] == 0.0
