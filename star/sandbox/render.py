@@ -10,9 +10,10 @@ characters and one space between columns. Tests pin it against real pandas.
 The compact renderers carry the information a plan is made from, in far fewer tokens, for agents
 whose context budget matters: flights as numbered lines (the paper's format) without the repeated
 date and route, city tables as a header line naming the columns once and one numbered,
-tab-separated row per line without the repeated city column or the padding (see below). Every field a plan names
-or a check reads is kept; attractions keep name and address but not the coordinates, phone
-number and website (read by no check, and two thirds of an attraction table's tokens).
+tab-separated row per line without the repeated city column or the padding (see below). Every
+field a plan names or a check reads is kept; attractions keep name and address but not the
+coordinates, phone number and website (read by no check, and two thirds of an attraction table's
+tokens).
 """
 
 from __future__ import annotations

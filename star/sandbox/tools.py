@@ -175,27 +175,28 @@ class Toolbox:
     def prepare(self) -> int:
         """Render every answer when the database has at most `precompute_limit` of them; returns how many
         were added (0 for a larger database, whose answers are rendered on first use)."""
-        return self.precompute() if 0 < self.answer_count() <= self.precompute_limit else 0
+        return self.precompute() if self.answer_count() <= self.precompute_limit else 0
 
     def answer_count(self) -> int:
         """How many row-backed answers the database has (city tables and flight route-dates of known cities)."""
-        return (sum(city in self._city_set for index in (self.db.restaurants_by_city, self.db.attractions_by_city,
-                                                         self.db.accommodations_by_city) for city in index)
-                + sum(o in self._city_set and d in self._city_set for o, d, _ in self.db.flights_by_route_date))
+        return len(self._answer_calls())
+
+    def _answer_calls(self) -> list[tuple[str, tuple]]:
+        """(tool, arguments) of every row-backed answer: the calls whose result `run` memoises."""
+        calls = [(tool, (city,)) for tool, index in (("SearchRestaurant", self.db.restaurants_by_city),
+                                                     ("SearchAttraction", self.db.attractions_by_city),
+                                                     ("SearchAccommodation", self.db.accommodations_by_city))
+                 for city in index if city in self._city_set]
+        # a flight touching a city outside the city set is an "unknown city" answer, never memoised
+        return calls + [("SearchFlight", key) for key in self.db.flights_by_route_date
+                        if key[0] in self._city_set and key[1] in self._city_set]
 
     def precompute(self) -> int:
         """Render every city-table and flight answer into the shared cache (answers are otherwise
         rendered on first use; a render costs about as much as 10 cached calls); returns how many were
         added. Same code path as a call, so the text is identical."""
-        jobs = [(tool, (city,)) for tool, index in (("SearchRestaurant", self.db.restaurants_by_city),
-                                                    ("SearchAttraction", self.db.attractions_by_city),
-                                                    ("SearchAccommodation", self.db.accommodations_by_city))
-                for city in index if city in self._city_set]
-        # a flight touching a city outside the city set is an "unknown city" answer, never memoised
-        jobs += [("SearchFlight", key) for key in self.db.flights_by_route_date
-                 if key[0] in self._city_set and key[1] in self._city_set]
         added = 0
-        for tool, args in jobs:
+        for tool, args in self._answer_calls():
             key = (tool, *args)
             if key in self._cache:
                 continue
