@@ -2,6 +2,7 @@
 
     star curves models/rl/metrics.jsonl --metrics reward_mean delivered tool_calls --out docs/figures/rl.png
     star curves a/metrics.jsonl b/metrics.jsonl --names grpo dapo     # runs overlaid, named
+    star curves models/rl/metrics.jsonl --smooth 4                    # trailing mean of 4 steps
 
 Reads the local JSONL every trainer writes (`star sft`, `star grpo`); validation rows (`val_*`)
 are curves of their own. Prints a markdown table of the chosen metrics per step.
@@ -21,12 +22,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics", nargs="+", default=list(DEFAULT_METRICS), help="step-metric keys, one panel each")
     parser.add_argument("--names", nargs="*", default=None, help="a legend name per file (default: its folder)")
     parser.add_argument("--out", default=None, help="write the plot here (.png or .svg); table only without it")
+    parser.add_argument("--smooth", type=int, default=1,
+                        help="plot each curve as its trailing mean over this many steps (raw points faint); "
+                             "the table also gets a column of it for the first metric")
 
 
 def run(args: argparse.Namespace) -> int:
-    from star.tracking.report import VariantResult, curves_from_steps, plot_curves
+    from star.tracking.report import VariantResult, curves_from_steps, plot_curves, trailing_mean
     from star.training.metrics import read_metrics
 
+    if args.smooth < 1:
+        print(f"star curves: --smooth must be at least 1, got {args.smooth}", file=sys.stderr)
+        return 2
     names = args.names or [Path(f).parent.name or Path(f).stem for f in args.files]
     if len(names) != len(args.files):
         print(f"star curves: {len(names)} names for {len(args.files)} files", file=sys.stderr)
@@ -43,17 +50,24 @@ def run(args: argparse.Namespace) -> int:
         print(f"star curves: no step has {', '.join(missing)} (keys: {', '.join(sorted(runs[0].curves))})",
               file=sys.stderr)
         return 2
+    first = args.metrics[0]
+    smoothed_col = [f"{first} (mean of {args.smooth})"] if args.smooth > 1 else []
     for run_ in runs:
         steps = sorted({s for m in args.metrics for s, _ in run_.curves.get(m, [])})
         values = {m: dict(run_.curves.get(m, [])) for m in args.metrics}
-        print(f"\n{run_.name}\n\n| step | " + " | ".join(args.metrics) + " |\n|" + "---|" * (len(args.metrics) + 1))
+        points = run_.curves.get(first, [])
+        smoothed = dict(zip([s for s, _ in points], trailing_mean([v for _, v in points], args.smooth)))
+        header = list(args.metrics) + smoothed_col
+        print(f"\n{run_.name}\n\n| step | " + " | ".join(header) + " |\n|" + "---|" * (len(header) + 1))
         for s in steps:
             cells = [f"{values[m][s]:.3g}" if s in values[m] else "" for m in args.metrics]
+            if smoothed_col:
+                cells.append(f"{smoothed[s]:.3g}" if s in smoothed else "")
             print(f"| {s} | " + " | ".join(cells) + " |")
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         # exact keys: each panel is one metric
-        plot_curves(runs, out, panels=tuple(args.metrics), exact=True)
+        plot_curves(runs, out, panels=tuple(args.metrics), exact=True, smooth=args.smooth)
         print(f"\nwrote {out}")
     return 0

@@ -333,10 +333,20 @@ def _curve_key(curves: dict, word: str) -> str | None:
     return keys[0] if keys else None
 
 
+def trailing_mean(values: list[float], window: int) -> list[float]:
+    """Mean of each value and the window-1 before it (fewer at the start): the usual smoothing of a
+    noisy RL curve, which never looks ahead, so a step's point uses only what was known by then."""
+    if window < 1:
+        raise ValueError(f"smoothing window must be at least 1, got {window}")
+    # a sum per point, not a running total, so a window of 1 returns the values exactly
+    return [math.fsum(values[max(0, i + 1 - window):i + 1]) / min(i + 1, window) for i in range(len(values))]
+
+
 def plot_curves(variants: list[VariantResult], path: Path, panels: tuple[str, ...] = CURVE_PANELS,
-                exact: bool = False) -> Path | None:
+                exact: bool = False, smooth: int = 1) -> Path | None:
     """Training curves overlaid, one panel per quantity (reward, success, entropy) as in Figures 7-10;
-    a panel is the first metric key containing its word, or exactly that key with `exact`."""
+    a panel is the first metric key containing its word, or exactly that key with `exact`. With
+    `smooth` > 1 each curve is its trailing mean over that many steps, the raw points drawn faint."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -352,7 +362,13 @@ def plot_curves(variants: list[VariantResult], path: Path, panels: tuple[str, ..
             key = key_of(v.curves, word)
             if key:
                 steps, vals = zip(*v.curves[key])
-                ax.plot(steps, vals, marker="." if len(steps) < 30 else None, label=v.name)
+                marker = "." if len(steps) < 30 else None
+                if smooth > 1:
+                    raw = ax.plot(steps, vals, marker=marker, alpha=0.3, linewidth=0.8)[0]
+                    ax.plot(steps, trailing_mean(list(vals), smooth), color=raw.get_color(),
+                            label=f"{v.name} (mean of {smooth})")
+                else:
+                    ax.plot(steps, vals, marker=marker, label=v.name)
         ax.set_title(word)
         ax.set_xlabel("step")
     axes[0][0].legend(fontsize=7)
