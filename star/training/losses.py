@@ -6,10 +6,16 @@
 
 n_tokens is the number of loss tokens of the whole batch (or mini-batch), not of one sequence or
 one micro-batch: every policy token weighs the same (DAPO's token-mean), so long trajectories are
-not down-weighted. KL_t is the k3 estimator exp(ref - logp) - (ref - logp) - 1 (non-negative).
+not down-weighted. KL_t is the k3 estimator exp(ref - logp) - (ref - logp) - 1 (non-negative),
+capped at KL_CAP per token.
 """
 
 from __future__ import annotations
+
+# k3 grows like exp(ref - logp): one token whose probability one update pushed from ~1 to e^-22
+# (seen on the cpu profile) scores 5e9 and its gradient swamps the batch. Capping each token's
+# term (as common GRPO implementations do) bounds the penalty; a token past the cap adds no KL gradient.
+KL_CAP = 10.0
 
 
 def model_device(model):
@@ -64,7 +70,7 @@ def clipped_surrogate(logp, old_logp, advantages, mask, eps_low: float = 0.2, ep
     kl = None
     if ref_logp is not None and kl_coef:
         delta = ref_logp - logp
-        kl = torch.exp(delta) - delta - 1.0
+        kl = (torch.exp(delta) - delta - 1.0).clamp(max=KL_CAP)
         per_token = per_token + kl_coef * kl
     loss = (per_token * mask).sum() / max(denom, 1.0)
     with torch.no_grad():

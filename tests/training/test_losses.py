@@ -68,6 +68,19 @@ def test_optional_kl_term_is_k3():
     assert float(loss) == pytest.approx(0.1 * k3, rel=1e-5)
 
 
+def test_kl_term_is_capped_per_token_so_one_collapsed_token_cannot_swamp_the_batch():
+    from star.training.losses import KL_CAP
+
+    ref = torch.log(_t([[0.9, 0.5]]))
+    logp = torch.tensor([[-22.0, math.log(0.25)]], requires_grad=True)  # token 0: p 0.9 -> e^-22
+    loss, stats = clipped_surrogate(logp, logp.detach().clone(), _t([[0.0]]), _t([[1, 1]]),
+                                    ref_logp=ref, kl_coef=1.0)
+    k3 = 2 - math.log(2) - 1  # token 1: delta = log(0.5 / 0.25)
+    assert stats["kl_ref"] == pytest.approx((KL_CAP + k3) / 2, rel=1e-5)
+    loss.backward()
+    assert torch.isfinite(logp.grad).all() and logp.grad[0, 0] == 0 and logp.grad[0, 1] != 0
+
+
 def test_token_logprobs_match_the_full_log_softmax_with_a_light_memory_path():
     """Gathered logit minus logsumexp and chunked entropy give the textbook values and gradients."""
     import torch
