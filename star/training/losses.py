@@ -69,7 +69,9 @@ def clipped_surrogate(logp, old_logp, advantages, mask, eps_low: float = 0.2, ep
     per_token = -torch.minimum(unclipped, clipped)
     kl = None
     if ref_logp is not None and kl_coef:
-        delta = ref_logp - logp
+        # k3 passes KL_CAP near delta = 2.6, so clamping delta at 20 changes no value; without it an exp
+        # that overflows (delta > 88) makes the capped token's gradient 0 * inf = NaN
+        delta = (ref_logp - logp).clamp(max=20.0)
         kl = (torch.exp(delta) - delta - 1.0).clamp(max=KL_CAP)
         per_token = per_token + kl_coef * kl
     loss = (per_token * mask).sum() / max(denom, 1.0)

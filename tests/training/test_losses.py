@@ -81,6 +81,14 @@ def test_kl_term_is_capped_per_token_so_one_collapsed_token_cannot_swamp_the_bat
     assert torch.isfinite(logp.grad).all() and logp.grad[0, 0] == 0 and logp.grad[0, 1] != 0
 
 
+def test_kl_gradient_stays_finite_when_exp_of_the_gap_would_overflow():
+    logp = torch.tensor([[-200.0]], requires_grad=True)  # exp(ref - logp) is inf in float32
+    loss, stats = clipped_surrogate(logp, logp.detach().clone(), _t([[0.0]]), _t([[1]]),
+                                    ref_logp=torch.log(_t([[0.9]])), kl_coef=1.0)
+    loss.backward()
+    assert stats["kl_ref"] == 10.0 and float(logp.grad[0, 0]) == 0.0
+
+
 def test_token_logprobs_match_the_full_log_softmax_with_a_light_memory_path():
     """Gathered logit minus logsumexp and chunked entropy give the textbook values and gradients."""
     import torch
