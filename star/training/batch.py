@@ -3,7 +3,8 @@
 Rules applied here, in one place:
 - only policy tokens carry loss (tool responses and prompts are masked by the rollout's policy_mask);
 - overlength rollouts (finish reason `context_overflow`) carry no loss at all — they still took
-  part in their group's advantage statistics upstream;
+  part in their group's advantage statistics upstream (overlong filtering; `mask_overlength=False`
+  trains them like any other failed rollout, so looping until the context fills is penalised);
 - ARPO branches share their parent's prefix: the prefix tokens are trained once, on the parent,
   with the mean advantage of every trajectory that shares them; the branch trains only its own
   continuation.
@@ -54,7 +55,7 @@ def shared_prefix_advantages(advantages: Sequence[float], parents: Sequence[int 
 
 
 def build_samples(trajectories: Sequence, advantages: Sequence[float], parents: Sequence[int | None] | None = None,
-                  branch_points: Sequence[int] | None = None) -> list[Sample]:
+                  branch_points: Sequence[int] | None = None, mask_overlength: bool = True) -> list[Sample]:
     n = len(trajectories)
     parents = list(parents) if parents is not None else [None] * n
     branch_points = list(branch_points) if branch_points is not None else [0] * n
@@ -66,7 +67,7 @@ def build_samples(trajectories: Sequence, advantages: Sequence[float], parents: 
         if len(mask) != len(t.token_ids):
             raise ValueError(f"trajectory {t.query_id}/{t.sample}: policy_mask has {len(mask)} entries "
                              f"for {len(t.token_ids)} tokens")
-        if is_overlength(t.finish_reason):
+        if mask_overlength and is_overlength(t.finish_reason):
             mask = [0] * len(mask)
         if parents[i] is not None:  # the parent trains the shared prefix
             mask[: branch_points[i]] = [0] * min(branch_points[i], len(mask))

@@ -140,6 +140,8 @@ class GRPOConfig(_Config):
     """Nucleus sampling for training rollouts."""
     max_context: int = 30000
     """Context limit (tokens) of a training trajectory; beyond it the rollout is overlength (paper: 30K)."""
+    overlong_filter: bool = True
+    """Overlength rollouts carry no loss (recipe, DAPO); False trains them with their reward like any other failure."""
     max_new_tokens: int = 2048
     """Tokens one assistant turn may generate."""
     tool_call_budget: int = 60

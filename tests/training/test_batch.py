@@ -23,6 +23,13 @@ def test_overlength_rollouts_keep_their_group_stats_but_carry_no_loss():
     assert samples[0].advantages == pytest.approx([1.0] * 4, abs=1e-5)
 
 
+def test_without_overlong_filtering_an_overlength_rollout_is_trained_with_its_advantage():
+    group = [traj(4, [0, 1, 1, 1]), traj(4, [0, 1, 0, 1], "context_overflow")]
+    samples = build_samples(group, [1.0, -1.0], mask_overlength=False)
+    assert samples[1].loss_mask == [0, 1, 0, 1]  # its tool responses stay masked
+    assert samples[1].advantages == pytest.approx([-1.0] * 4)
+
+
 def test_collate_shifts_masks_to_next_token_positions():
     b = collate(build_samples([traj(3, [0, 1, 1]), traj(2, [0, 1])], [0.5, -0.5]), pad_id=0)
     assert b["input_ids"].tolist() == [[1, 2, 3], [1, 2, 0]]
