@@ -1,6 +1,6 @@
 """Policy-gradient loss: token-level clipped surrogate with asymmetric ("clip-higher") bounds.
 
-    ratio_t = exp(logp_t - old_logp_t)
+    ratio_t = exp(clamp(logp_t - old_logp_t, -20, 20))
     loss_t  = -min(ratio_t * A_t, clip(ratio_t, 1 - eps_low, 1 + eps_high) * A_t)  [+ kl_coef * KL_t]
     loss    = sum_t mask_t * loss_t / n_tokens
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 # (seen on the cpu profile) scores 5e9 and its gradient swamps the batch. Capping each token's
 # term (as common GRPO implementations do) bounds the penalty; a token past the cap adds no KL gradient.
 KL_CAP = 10.0
+LOG_RATIO_CLAMP = 20.0
 
 
 def model_device(model):
@@ -61,7 +62,10 @@ def clipped_surrogate(logp, old_logp, advantages, mask, eps_low: float = 0.2, ep
 
     mask = mask.to(logp.dtype)
     denom = float(n_tokens) if n_tokens is not None else float(mask.sum().clamp(min=1))
-    log_ratio = logp - old_logp
+    # Clamped (as verl does) so exp cannot overflow: a ratio past e^20 = 5e8 already means one
+    # update moved a token by 20 nats. Unclamped, log-ratios above 88 give inf, and inf * 0 (a
+    # masked or zero-advantage position) is NaN, which poisons the whole batch's gradient.
+    log_ratio = (logp - old_logp).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
     ratio = torch.exp(log_ratio)
     adv = advantages.to(logp.dtype).expand_as(logp)
     unclipped = ratio * adv

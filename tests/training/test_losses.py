@@ -89,6 +89,16 @@ def test_kl_gradient_stays_finite_when_exp_of_the_gap_would_overflow():
     assert stats["kl_ref"] == 10.0 and float(logp.grad[0, 0]) == 0.0
 
 
+def test_a_huge_log_ratio_leaves_the_loss_and_gradient_finite():
+    # one negative-advantage token whose probability rose e^100-fold, beside a masked padding position
+    logp = torch.tensor([[-1.0, -1.0]], requires_grad=True)
+    old = _t([[-101.0, -101.0]])
+    loss, stats = clipped_surrogate(logp, old, _t([[-1.0, 0.0]]), _t([[1, 0]]))
+    loss.backward()
+    assert math.isfinite(float(loss)) and torch.isfinite(logp.grad).all()
+    assert stats["ratio_max"] == pytest.approx(math.exp(20.0), rel=1e-4)
+
+
 def test_token_logprobs_match_the_full_log_softmax_with_a_light_memory_path():
     """Gathered logit minus logsumexp and chunked entropy give the textbook values and gradients."""
     import torch
