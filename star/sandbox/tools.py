@@ -175,7 +175,8 @@ class Toolbox:
     def prepare(self) -> int:
         """Render every answer when the database has at most `precompute_limit` of them; returns how many
         were added (0 for a larger database, whose answers are rendered on first use)."""
-        return self.precompute() if self.answer_count() <= self.precompute_limit else 0
+        calls = self._answer_calls()
+        return self._render_into_cache(calls) if len(calls) <= self.precompute_limit else 0
 
     def answer_count(self) -> int:
         """How many row-backed answers the database has (city tables and flight route-dates of known cities)."""
@@ -195,8 +196,11 @@ class Toolbox:
         """Render every city-table and flight answer into the shared cache (answers are otherwise
         rendered on first use; a render costs about as much as 10 cached calls); returns how many were
         added. Same code path as a call, so the text is identical."""
+        return self._render_into_cache(self._answer_calls())
+
+    def _render_into_cache(self, calls: list[tuple[str, tuple]]) -> int:
         added = 0
-        for tool, args in self._answer_calls():
+        for tool, args in calls:
             key = (tool, *args)
             if key in self._cache:
                 continue
