@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "build-model": ("star.training.cli_build_model", "build a local model profile (smoke / cpu) by path"),
     "sft": ("star.training.cli_sft", "supervised fine-tuning with DeepSpeed"),
     "grpo": ("star.training.cli_grpo", "GRPO / DAPO / ARPO training with DeepSpeed"),
+    "export-checkpoint": ("star.training.cli_export", "a GRPO checkpoint (checkpoints/step-N) as a model directory"),
     "eval-qa": ("star.qa.cli", "out-of-domain knowledge QA with a local search tool"),
     "curves": ("star.tracking.cli_curves", "a training run's step metrics (metrics.jsonl) as a table and a plot"),
     "report": ("star.tracking.cli_report", "compare ablation variants: tables, statistics, plots"),

@@ -66,6 +66,60 @@ def test_one_grpo_step_end_to_end(sft_model, pipeline_inputs):
     assert (out / "checkpoints" / "step-000001" / "trainer_state.json").is_file()
 
 
+@pytest.mark.parametrize("zero_stage", [1, 3])
+def test_an_exported_checkpoint_holds_the_weights_of_its_step(sft_model, tmp_path, zero_stage):
+    import torch
+
+    from star.training import checkpoint
+    from star.training import deepspeed_setup as dss
+    from star.training.models import load_model, load_tokenizer
+
+    model = load_model(sft_model)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    engine = dss.initialize(model, optimizer, None, dss.ds_config(1, 1, zero_stage, False, 1.0))
+    ids = torch.tensor([[1, 2, 3, 4]])
+    engine.backward(engine(input_ids=ids, labels=ids).loss)
+    engine.step()
+    after = dss.full_state_dict(engine)
+    checkpoint.save(engine, tmp_path / "checkpoints", 1, {})
+
+    out = tmp_path / "step1"
+    assert main(["export-checkpoint", "--checkpoint", str(tmp_path / "checkpoints" / "step-000001"),
+                 "--model", str(sft_model), "--out", str(out)]) == 0
+    exported = load_model(out).state_dict()
+    assert any(not exported[k].equal(before[k]) for k in before)  # the update is in there
+    assert all(torch.allclose(exported[k], after[k].float().cpu()) for k in after)
+    assert json.loads((out / "exported.json").read_text())["step"] == 1
+    assert load_tokenizer(out).chat_template == load_tokenizer(sft_model).chat_template
+
+
+def test_exporting_a_zero0_checkpoint_reads_the_module_state(sft_model, tmp_path):
+    import torch
+
+    from star.training.models import load_model
+
+    model = load_model(sft_model)
+    state = {k: v + 1.0 for k, v in model.state_dict().items()}
+    ckpt = tmp_path / "checkpoints" / "step-000003"
+    ckpt.mkdir(parents=True)
+    torch.save({"module": state}, ckpt / "mp_rank_00_model_states.pt")
+    (ckpt / "trainer_state.json").write_text(json.dumps({"step": 3}))
+    out = tmp_path / "step3"
+    assert main(["export-checkpoint", "--checkpoint", str(ckpt), "--model", str(sft_model), "--out", str(out)]) == 0
+    loaded = load_model(out).state_dict()
+    assert all(loaded[k].equal(state[k]) for k in state)
+
+
+def test_exporting_an_incomplete_checkpoint_is_a_clear_error(sft_model, tmp_path, capsys):
+    ckpt = tmp_path / "step-000002"
+    ckpt.mkdir()
+    code = main(["export-checkpoint", "--checkpoint", str(ckpt), "--model", str(sft_model), "--out", str(tmp_path / "x")])
+    assert code == 2
+    assert "not a complete checkpoint (no trainer_state.json" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
 def test_bad_config_field_is_a_clear_cli_error(sft_model, pipeline_inputs, capsys):
     code = main(["grpo", "--model", str(sft_model), "--queries", str(pipeline_inputs / "rl.jsonl"),
                  "--out", str(pipeline_inputs / "bad"), "--set", "group_size=8"])
