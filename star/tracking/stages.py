@@ -252,7 +252,9 @@ class VariantRunner:
             for out, (producer_stage, _) in ups.items():
                 _link(work / out, self.results[producer_stage.name].path / out)
             shutil.copyfile(self.params_path, work / "params.yaml")
-            env = {**os.environ, **self.env}
+            from star.training.deepspeed_setup import child_env
+
+            env = {**child_env(dict(os.environ)), **self.env}
             if parent_run_id:
                 env[PARENT_ENV] = parent_run_id
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_DIR), env.get("PYTHONPATH", "")]))

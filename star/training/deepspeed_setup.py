@@ -12,6 +12,16 @@ import os
 import socket
 
 
+# Variables init_distributed put into this process's environment. A child process must not inherit
+# them: its own init would try to listen on the MASTER_PORT this process's group already holds.
+_SET_HERE: set[str] = set()
+
+
+def child_env(env: dict[str, str]) -> dict[str, str]:
+    """env without the distributed variables this process set for itself (a launcher's are kept)."""
+    return {k: v for k, v in env.items() if k not in _SET_HERE}
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -28,11 +38,15 @@ def init_distributed() -> None:
     """Initialise torch.distributed once per process (single process unless a launcher set ranks)."""
     import torch
 
+    defaults = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"}
     if not torch.cuda.is_available():
-        os.environ.setdefault("DS_ACCELERATOR", "cpu")
-    for key, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"}.items():
-        os.environ.setdefault(key, value)
-    os.environ.setdefault("MASTER_PORT", str(_free_port()))
+        defaults["DS_ACCELERATOR"] = "cpu"
+    if "MASTER_PORT" not in os.environ:
+        defaults["MASTER_PORT"] = str(_free_port())
+    for key, value in defaults.items():
+        if key not in os.environ:
+            os.environ[key] = value
+            _SET_HERE.add(key)
     import deepspeed
     import torch.distributed as dist
 
