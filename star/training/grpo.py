@@ -238,7 +238,8 @@ class GRPOTrainer:
             advs += g_adv
         # Trajectories with no loss tokens (overlength, or all-zero advantage is kept: it still
         # shapes nothing but costs a forward) are skipped: they add nothing to the gradient.
-        samples = [s for s in build_samples(trajs, advs, parents, points, mask_overlength=cfg.overlong_filter) if any(s.loss_mask[1:])]
+        samples = build_samples(trajs, advs, parents, points, mask_overlength=cfg.overlong_filter)
+        samples = [s for s in samples if any(s.loss_mask[1:])]
         if not samples:
             return {"loss": 0.0, "loss_tokens": 0.0, "update_tokens": 0, "optimizer_steps": 0}
         order = list(range(len(samples)))

@@ -16,7 +16,9 @@ from __future__ import annotations
 # (seen on the cpu profile) scores 5e9 and its gradient swamps the batch. Capping each token's
 # term (as common GRPO implementations do) bounds the penalty; a token past the cap adds no KL gradient.
 KL_CAP = 10.0
-LOG_RATIO_CLAMP = 20.0
+# Largest exponent either exp below takes: e^20 = 5e8 already means one update moved a token by 20 nats,
+# and an exp that overflows (argument > 88) gives inf, whose product with 0 is NaN.
+EXP_CLAMP = 20.0
 
 
 def model_device(model):
@@ -62,10 +64,9 @@ def clipped_surrogate(logp, old_logp, advantages, mask, eps_low: float = 0.2, ep
 
     mask = mask.to(logp.dtype)
     denom = float(n_tokens) if n_tokens is not None else float(mask.sum().clamp(min=1))
-    # Clamped (as verl does) so exp cannot overflow: a ratio past e^20 = 5e8 already means one
-    # update moved a token by 20 nats. Unclamped, log-ratios above 88 give inf, and inf * 0 (a
-    # masked or zero-advantage position) is NaN, which poisons the whole batch's gradient.
-    log_ratio = (logp - old_logp).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+    # Clamped as verl does: unclamped, inf * 0 at a masked or zero-advantage position is NaN,
+    # which poisons the whole batch's gradient.
+    log_ratio = (logp - old_logp).clamp(-EXP_CLAMP, EXP_CLAMP)
     ratio = torch.exp(log_ratio)
     adv = advantages.to(logp.dtype).expand_as(logp)
     unclipped = ratio * adv
@@ -73,9 +74,9 @@ def clipped_surrogate(logp, old_logp, advantages, mask, eps_low: float = 0.2, ep
     per_token = -torch.minimum(unclipped, clipped)
     kl = None
     if ref_logp is not None and kl_coef:
-        # k3 passes KL_CAP near delta = 2.6, so clamping delta at 20 changes no value; without it an exp
-        # that overflows (delta > 88) makes the capped token's gradient 0 * inf = NaN
-        delta = (ref_logp - logp).clamp(max=20.0)
+        # k3 passes KL_CAP near delta = 2.6, so the clamp changes no value; without it an overflowing
+        # exp makes the capped token's gradient 0 * inf = NaN
+        delta = (ref_logp - logp).clamp(max=EXP_CLAMP)
         kl = (torch.exp(delta) - delta - 1.0).clamp(max=KL_CAP)
         per_token = per_token + kl_coef * kl
     loss = (per_token * mask).sum() / max(denom, 1.0)

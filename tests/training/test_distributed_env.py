@@ -16,7 +16,6 @@ def test_a_child_process_gets_its_own_port_not_the_one_this_process_holds():
     assert child.stdout.strip().endswith("ok")
 
 
-
 def test_variables_set_before_this_process_started_are_passed_on():
     env = {"PATH": "/bin", "NCCL_DEBUG": "INFO"}
     assert dss.child_env(env) == env
