@@ -111,7 +111,9 @@ class GRPOConfig(_Config):
     learning_rate: float = 2e-6
     """AdamW learning rate (paper: 2e-6)."""
     warmup_ratio: float = Field(0.0, ge=0.0, le=1.0)
-    """Share of optimiser steps in linear warm-up (constant afterwards)."""
+    """Share of optimiser steps in linear warm-up (then constant, or decaying if lr_decay)."""
+    lr_decay: bool = False
+    """Decay the lr linearly to 0 over the run's optimiser steps after warm-up (recipe: constant)."""
     weight_decay: float = 0.0
     """AdamW weight decay."""
     num_iterations: int = Field(1, ge=1)

@@ -113,7 +113,7 @@ class GRPOTrainer:
         self.gas = math.ceil(per_mini / cfg.micro_batch_size)
         optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
         self.scheduler = dss.linear_schedule(optimizer, self.total_steps * cfg.num_iterations * cfg.mini_batches,
-                                             cfg.warmup_ratio, decay=False)
+                                             cfg.warmup_ratio, decay=cfg.lr_decay)
         self.engine = dss.initialize(model, optimizer, self.scheduler, dss.ds_config(
             cfg.micro_batch_size, self.gas, cfg.zero_stage, cfg.bf16, cfg.gradient_clipping))
         if cfg.rollout_backend == "vllm":  # GPU workers: a vLLM engine beside the trainer, synced each step
