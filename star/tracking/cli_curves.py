@@ -3,6 +3,7 @@
     star curves models/rl/metrics.jsonl --metrics reward_mean delivered tool_calls --out docs/figures/rl.png
     star curves a/metrics.jsonl b/metrics.jsonl --names grpo dapo     # runs overlaid, named
     star curves models/rl/metrics.jsonl --smooth 4                    # trailing mean of 4 steps
+    star curves s0/metrics.jsonl s1/metrics.jsonl s2/metrics.jsonl --pool s0 s1 s2   # seeds: mean +- s.e.
 
 Reads the local JSONL every trainer writes (`star sft`, `star grpo`); validation rows (`val_*`)
 are curves of their own. Prints a markdown table of the chosen metrics per step.
@@ -25,10 +26,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--smooth", type=int, default=1,
                         help="plot each curve as its trailing mean over this many steps (raw points faint); "
                              "the table also gets a column of it for the first metric")
+    parser.add_argument("--pool", nargs="+", default=None, metavar="NAME",
+                        help="runs (by legend name) that are seeds of one setting: adds their per-step mean "
+                             "+- standard error over runs, as a table and a bold curve in a band")
 
 
 def run(args: argparse.Namespace) -> int:
-    from star.tracking.report import VariantResult, curves_from_steps, plot_curves, trailing_mean
+    from star.tracking.report import VariantResult, curves_from_steps, plot_curves, pool_curves, trailing_mean
     from star.training.metrics import read_metrics
 
     if args.smooth < 1:
@@ -38,6 +42,13 @@ def run(args: argparse.Namespace) -> int:
     if len(names) != len(args.files):
         print(f"star curves: {len(names)} names for {len(args.files)} files", file=sys.stderr)
         return 2
+    if args.pool:
+        unknown = [n for n in args.pool if n not in names]
+        if unknown or len(set(args.pool)) < 2:
+            why = f"unknown run names {', '.join(unknown)} (runs: {', '.join(names)})" if unknown else \
+                "name at least two different runs"
+            print(f"star curves: --pool: {why}", file=sys.stderr)
+            return 2
     runs = []
     for name, path in zip(names, args.files):
         if not Path(path).is_file():
@@ -51,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     first = args.metrics[0]
+    pooled = None
+    if args.pool:
+        label = "pool of " + "+".join(args.pool)
+        pooled = {label: pool_curves([r.curves for r in runs if r.name in set(args.pool)])}
     smoothed_col = [f"{first} (mean of {args.smooth})"] if args.smooth > 1 else []
     for run_ in runs:
         steps = sorted({s for m in args.metrics for s, _ in run_.curves.get(m, [])})
@@ -64,10 +79,21 @@ def run(args: argparse.Namespace) -> int:
             if smoothed_col:
                 cells.append(f"{smoothed[s]:.3g}" if s in smoothed else "")
             print(f"| {s} | " + " | ".join(cells) + " |")
+    for label, curves in (pooled or {}).items():
+        header = [c for m in args.metrics for c in (m, "+- s.e.")]
+        print(f"\n{label}: mean over runs\n\n| step | runs | " + " | ".join(header) + " |\n|" + "---|" * (len(header) + 2))
+        table = {m: {s: (mean, se, n) for s, mean, se, n in curves.get(m, [])} for m in args.metrics}
+        for s in sorted({s for m in args.metrics for s in table[m]}):
+            n = max(table[m][s][2] for m in args.metrics if s in table[m])
+            cells = []
+            for m in args.metrics:
+                mean, se, _ = table[m].get(s, (None, None, None))
+                cells += ["", ""] if mean is None else [f"{mean:.3g}", "" if se != se else f"{se:.2g}"]
+            print(f"| {s} | {n} | " + " | ".join(cells) + " |")
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         # exact keys: each panel is one metric
-        plot_curves(runs, out, panels=tuple(args.metrics), exact=True, smooth=args.smooth)
+        plot_curves(runs, out, panels=tuple(args.metrics), exact=True, smooth=args.smooth, pooled=pooled)
         print(f"\nwrote {out}")
     return 0

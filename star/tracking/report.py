@@ -342,11 +342,34 @@ def trailing_mean(values: list[float], window: int) -> list[float]:
     return [math.fsum(values[max(0, i + 1 - window):i + 1]) / min(i + 1, window) for i in range(len(values))]
 
 
+def pool_curves(curve_sets: list[dict[str, list[tuple[int, float]]]]) -> dict[str, list[tuple[int, float, float, int]]]:
+    """Runs of one setting with different seeds as one curve per key: at each step the mean over the
+    runs that reached it, its standard error (sample std / sqrt(n); NaN with one run) and n."""
+    by_key: dict[str, dict[int, list[float]]] = {}
+    for curves in curve_sets:
+        for key, points in curves.items():
+            for step, value in points:
+                by_key.setdefault(key, {}).setdefault(step, []).append(value)
+    pooled: dict[str, list[tuple[int, float, float, int]]] = {}
+    for key, steps in by_key.items():
+        rows = []
+        for step in sorted(steps):
+            vals = steps[step]
+            n = len(vals)
+            mean = math.fsum(vals) / n
+            se = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / (n - 1) / n) if n > 1 else math.nan
+            rows.append((step, mean, se, n))
+        pooled[key] = rows
+    return pooled
+
+
 def plot_curves(variants: list[VariantResult], path: Path, panels: tuple[str, ...] = CURVE_PANELS,
-                exact: bool = False, smooth: int = 1) -> Path | None:
+                exact: bool = False, smooth: int = 1,
+                pooled: dict[str, dict[str, list[tuple[int, float, float, int]]]] | None = None) -> Path | None:
     """Training curves overlaid, one panel per quantity (reward, success, entropy) as in Figures 7-10;
     a panel is the first metric key containing its word, or exactly that key with `exact`. With
-    `smooth` > 1 each curve is its trailing mean over that many steps, the raw points drawn faint."""
+    `smooth` > 1 each curve is its trailing mean over that many steps, the raw points drawn faint.
+    `pooled` (name -> `pool_curves` output) adds each pool's per-step mean, bold, in a band of +- 1 s.e."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -369,6 +392,15 @@ def plot_curves(variants: list[VariantResult], path: Path, panels: tuple[str, ..
                             label=f"{v.name} (mean of {smooth})")
                 else:
                     ax.plot(steps, vals, marker=marker, label=v.name)
+        for i, (name, curves) in enumerate((pooled or {}).items()):
+            key = key_of(curves, word)
+            if key:
+                steps, means, ses, ns = zip(*curves[key])
+                line = ax.plot(steps, means, linewidth=2.2, color=("black", "tab:brown", "tab:gray")[i % 3],
+                               label=f"{name}: mean of {max(ns)} runs, \u00b1 1 s.e.")[0]
+                lo = [m - (0.0 if math.isnan(e) else e) for m, e in zip(means, ses)]
+                hi = [m + (0.0 if math.isnan(e) else e) for m, e in zip(means, ses)]
+                ax.fill_between(steps, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)
         ax.set_title(word)
         ax.set_xlabel("step")
     axes[0][0].legend(fontsize=7)

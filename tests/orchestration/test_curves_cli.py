@@ -55,3 +55,37 @@ def test_curves_smooth_adds_the_trailing_mean_of_the_first_metric(tmp_path, caps
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["curves", str(metrics), "--smooth", "0"]) == 2
     assert "--smooth must be at least 1" in capsys.readouterr().err
+
+
+def test_pool_curves_gives_the_mean_and_standard_error_over_the_runs_that_reached_each_step():
+    from star.tracking.report import pool_curves
+
+    pooled = pool_curves([{"r": [(1, 0.2), (2, 0.6)]}, {"r": [(1, 0.4), (2, 0.2)]}, {"r": [(1, 0.3)]}])
+    (s1, m1, se1, n1), (s2, m2, se2, n2) = pooled["r"]
+    assert (s1, n1, s2, n2) == (1, 3, 2, 2)
+    assert abs(m1 - 0.3) < 1e-12 and abs(se1 - 0.1 / 3 ** 0.5) < 1e-12  # std 0.1 over 3 runs
+    assert abs(m2 - 0.4) < 1e-12 and abs(se2 - 0.2) < 1e-12              # std 0.2828 over 2 runs
+    assert pool_curves([{"r": [(1, 0.5)]}])["r"][0][2] != pool_curves([{"r": [(1, 0.5)]}])["r"][0][2]  # NaN
+
+
+def test_curves_pool_prints_the_seed_mean_per_step_and_plots_it(tmp_path, capsys):
+    a = _write(tmp_path / "a.jsonl", [{"step": 1, "reward_mean": 0.2}, {"step": 2, "reward_mean": 0.6}])
+    b = _write(tmp_path / "b.jsonl", [{"step": 1, "reward_mean": 0.4}, {"step": 2, "reward_mean": 0.2}])
+    c = _write(tmp_path / "c.jsonl", [{"step": 1, "reward_mean": 0.9}])
+    out = tmp_path / "seeds.png"
+    assert main(["curves", str(a), str(b), str(c), "--names", "s0", "s1", "other", "--metrics", "reward_mean",
+                 "--pool", "s0", "s1", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "pool of s0+s1: mean over runs" in text
+    assert "| step | runs | reward_mean | +- s.e. |" in text
+    assert "| 1 | 2 | 0.3 | 0.1 |" in text and "| 2 | 2 | 0.4 | 0.2 |" in text  # 'other' left out
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_curves_pool_names_an_unknown_run_and_needs_two(tmp_path, capsys):
+    a = _write(tmp_path / "a.jsonl", [{"step": 1, "reward_mean": 0.2}])
+    b = _write(tmp_path / "b.jsonl", [{"step": 1, "reward_mean": 0.4}])
+    assert main(["curves", str(a), str(b), "--names", "s0", "s1", "--pool", "s0", "s9"]) == 2
+    assert "unknown run names s9 (runs: s0, s1)" in capsys.readouterr().err
+    assert main(["curves", str(a), str(b), "--names", "s0", "s1", "--pool", "s0"]) == 2
+    assert "at least two" in capsys.readouterr().err
