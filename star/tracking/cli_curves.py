@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the table also gets a column of it for the first metric")
     parser.add_argument("--pool", nargs="+", default=None, metavar="NAME",
                         help="runs (by legend name) that are seeds of one setting: adds their per-step mean "
-                             "+- standard error over runs, as a table and a bold curve in a band")
+                             "+- standard error over runs, as a table and a bold curve in a band (the steps "
+                             "every run reached)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"| {s} | " + " | ".join(cells) + " |")
     for label, curves in (pooled or {}).items():
         header = [c for m in args.metrics for c in (m, "+- s.e.")]
-        print(f"\n{label}: mean over runs\n\n| step | runs | " + " | ".join(header) + " |\n|" + "---|" * (len(header) + 2))
+        print(f"\n{label}: mean over runs\n\n| step | runs | " + " | ".join(header) + " |\n|"
+              + "---|" * (len(header) + 2))
         table = {m: {s: (mean, se, n) for s, mean, se, n in curves.get(m, [])} for m in args.metrics}
         for s in sorted({s for m in args.metrics for s in table[m]}):
             n = max(table[m][s][2] for m in args.metrics if s in table[m])

@@ -369,7 +369,8 @@ def plot_curves(variants: list[VariantResult], path: Path, panels: tuple[str, ..
     """Training curves overlaid, one panel per quantity (reward, success, entropy) as in Figures 7-10;
     a panel is the first metric key containing its word, or exactly that key with `exact`. With
     `smooth` > 1 each curve is its trailing mean over that many steps, the raw points drawn faint.
-    `pooled` (name -> `pool_curves` output) adds each pool's per-step mean, bold, in a band of +- 1 s.e."""
+    `pooled` (name -> `pool_curves` output) adds each pool's per-step mean, bold, in a band of +- 1 s.e., over
+    the steps every run of the pool reached."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -395,7 +396,9 @@ def plot_curves(variants: list[VariantResult], path: Path, panels: tuple[str, ..
         for i, (name, curves) in enumerate((pooled or {}).items()):
             key = key_of(curves, word)
             if key:
-                steps, means, ses, ns = zip(*curves[key])
+                # only the steps every run reached: a mean that loses a run midway would jump
+                full = max(n for *_, n in curves[key])
+                steps, means, ses, ns = zip(*[row for row in curves[key] if row[3] == full])
                 line = ax.plot(steps, means, linewidth=2.2, color=("black", "tab:brown", "tab:gray")[i % 3],
                                label=f"{name}: mean of {max(ns)} runs, \u00b1 1 s.e.")[0]
                 lo = [m - (0.0 if math.isnan(e) else e) for m, e in zip(means, ses)]
