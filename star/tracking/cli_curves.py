@@ -66,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     pooled = None
     if args.pool:
         label = "pool of " + "+".join(args.pool)
-        pooled = {label: pool_curves([r.curves for r in runs if r.name in set(args.pool)])}
+        members = set(args.pool)
+        pooled = {label: pool_curves([r.curves for r in runs if r.name in members])}
     smoothed_col = [f"{first} (mean of {args.smooth})"] if args.smooth > 1 else []
     for run_ in runs:
         steps = sorted({s for m in args.metrics for s, _ in run_.curves.get(m, [])})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -355,10 +356,8 @@ def pool_curves(curve_sets: list[dict[str, list[tuple[int, float]]]]) -> dict[st
         rows = []
         for step in sorted(steps):
             vals = steps[step]
-            n = len(vals)
-            mean = math.fsum(vals) / n
-            se = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / (n - 1) / n) if n > 1 else math.nan
-            rows.append((step, mean, se, n))
+            se = statistics.stdev(vals) / math.sqrt(len(vals)) if len(vals) > 1 else math.nan
+            rows.append((step, statistics.fmean(vals), se, len(vals)))
         pooled[key] = rows
     return pooled
 
@@ -398,12 +397,12 @@ def plot_curves(variants: list[VariantResult], path: Path, panels: tuple[str, ..
             if key:
                 # only the steps every run reached: a mean that loses a run midway would jump
                 full = max(n for *_, n in curves[key])
-                steps, means, ses, ns = zip(*[row for row in curves[key] if row[3] == full])
+                steps, means, ses, _ = zip(*[row for row in curves[key] if row[3] == full])
                 line = ax.plot(steps, means, linewidth=2.2, color=("black", "tab:brown", "tab:gray")[i % 3],
-                               label=f"{name}: mean of {max(ns)} runs, \u00b1 1 s.e.")[0]
-                lo = [m - (0.0 if math.isnan(e) else e) for m, e in zip(means, ses)]
-                hi = [m + (0.0 if math.isnan(e) else e) for m, e in zip(means, ses)]
-                ax.fill_between(steps, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)
+                               label=f"{name}: mean of {full} runs, \u00b1 1 s.e.")[0]
+                if full > 1:  # one run has no standard error, so no band
+                    ax.fill_between(steps, [m - e for m, e in zip(means, ses)], [m + e for m, e in zip(means, ses)],
+                                    color=line.get_color(), alpha=0.15, linewidth=0)
         ax.set_title(word)
         ax.set_xlabel("step")
     axes[0][0].legend(fontsize=7)
