@@ -4,11 +4,14 @@
     star(ablation="reward", variant="reward=sum")           # one variant
     star(ablation="reward")                                 # fan out all variants as subflows + report
 
-The `ablation` deployment (prefect.yaml) runs this flow with an ablation name; each variant runs as
-a `star` subflow (at most `concurrency` at a time), each stage as a task running the same
-dvc.yaml command. Upstream stages whose parameters agree are computed once (content-addressed
-directories under runs/cache). MLflow: a parent run for the ablation, a child per variant, a
-nested run per stage; the comparison report lands on the parent run and in runs/…/report/.
+Prefect orchestrates, DVC runs and caches, MLflow tracks. Each variant gets its own workspace, a git
+worktree of the project at the ablation's commit under `flow.runs_dir`, holding the variant's
+resolved params.yaml and sharing the project's DVC cache. Each stage is a Prefect task running
+`dvc repro --single-item STAGE` there, so DVC's run-cache restores any stage another variant (or the
+project's own `dvc repro`) already ran with the same command, deps and params. A finished variant is
+saved as a DVC experiment named after it (`dvc exp show` lists it, `dvc exp apply` restores it).
+MLflow: a parent run for the ablation, a child per variant, a nested run per stage; the comparison
+report lands on the parent run and in runs_dir/PROFILE/ABLATION/report/.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +35,15 @@ from star.tracking.mlflow_logging import quiet_telemetry  # noqa: E402
 quiet_telemetry()
 
 
-def _paths(cfg, profile: str | None, ablation: str | None, variant: str | None) -> tuple[Path, Path]:
+def _runs_dir(cfg) -> Path:
+    runs = Path(cfg["flow"].runs_dir)
+    return runs if runs.is_absolute() else PROJECT_DIR / runs
+
+
+def _workspace_path(cfg, profile: str | None, ablation: str | None, variant: str | None) -> Path:
     from star.config import variant_slug
 
-    runs = Path(cfg["flow"].runs_dir)
-    runs = runs if runs.is_absolute() else PROJECT_DIR / runs
-    workspace = runs / (profile or "default") / (ablation or "single") / variant_slug(variant or "default")
-    return workspace, runs / "cache"
+    return _runs_dir(cfg) / (profile or "default") / (ablation or "single") / variant_slug(variant or "default")
 
 
 def _read_metrics(path: Path) -> dict:
@@ -47,16 +53,22 @@ def _read_metrics(path: Path) -> dict:
     return data.get("metrics", data) if isinstance(data, dict) else {}
 
 
+def experiment_name(ablation: str | None, variant: str | None, profile: str | None) -> str:
+    """The DVC experiment a variant is saved as: its slug (`reward-sum`), or the profile for a single run."""
+    from star.config import variant_slug
+
+    return variant_slug(variant) if variant else f"{profile or 'default'}-pipeline"
+
+
 def run_one(profile: str | None, ablation: str | None, variant: str | None, overrides: dict | None,
-            stages: list[str] | None, parent_run_id: str | None, version: str | None = None) -> dict[str, Any]:
+            stages: list[str] | None, parent_run_id: str | None, commit: str | None = None) -> dict[str, Any]:
     from star.config import parse_variant_name, resolve
     from star.tracking import mlflow_logging as ml
-    from star.tracking.stages import VariantRunner, needed_stages
-    from tasks.stages import RETRY_SAFE, task_for
+    from star.tracking.stages import Workspace, head_commit, needed_stages
+    from tasks.stages import retries, task_for
 
     logger = get_run_logger()
     cfg = resolve(profile, ablation, variant, overrides)
-    workspace, cache = _paths(cfg, profile, ablation, variant)
     tracker = ml.Tracker(cfg["tracking"])
     kind = "variant" if parent_run_id else "pipeline"
     run_id = tracker.start_run(cfg.variant or f"pipeline ({profile or 'default'})", kind, parent_id=parent_run_id,
@@ -64,43 +76,60 @@ def run_one(profile: str | None, ablation: str | None, variant: str | None, over
                                      ml.VARIANT: cfg.variant or "", "star.door": "prefect",
                                      ml.PARAMS_DIGEST: cfg.digest()})
     tracker.log_params(run_id, cfg.values)
-    logger.info(f"{cfg.name}: workspace {workspace}, MLflow run {run_id}")
-    runner = VariantRunner(cfg.to_params(), workspace, cache, version=version)
-    status = "FAILED"
+    commit = commit or head_commit(PROJECT_DIR)
+    ws = Workspace(_workspace_path(cfg, profile, ablation, variant), PROJECT_DIR,
+                   env={ml.PARENT_ENV: run_id, "MLFLOW_TRACKING_URI": tracker.uri})
+    logger.info(f"{cfg.name}: workspace {ws.path} at {commit[:12]}, MLflow run {run_id}")
+    status, stage = "FAILED", "workspace"
     try:
-        for name in needed_stages(runner, stages):
-            t = task_for(name)
-            if name.split("@")[0] in RETRY_SAFE:
-                t = t.with_options(retries=cfg["flow"].retries)
-            result = t(runner, name, run_id)
-            if result.cached:  # still one stage run per stage in MLflow, pointing at the shared output
-                sid = tracker.start_run(name.replace("@", "_"), "stage", parent_id=run_id,
-                                        tags={ml.STAGE: name, "star.cached": "true", "star.stage_key": result.key})
-                tracker.log_text(sid, str(result.path), "shared_output_path.txt")
+        ws.prepare(cfg.to_params(), commit)
+        results = {}
+        for stage in needed_stages(ws.path, stages):
+            t = task_for(stage).with_options(retries=retries(stage, cfg["flow"].retries), retry_delay_seconds=5)
+            result = t(ws, stage)
+            results[stage] = result.status
+            if result.cached:  # still one stage run per stage in MLflow, saying where the output came from
+                sid = tracker.start_run(stage.replace("@", "_"), "stage", parent_id=run_id,
+                                        tags={ml.STAGE: stage, "star.cached": "true", "star.dvc": result.status})
                 tracker.end_run(sid)
-        final = _read_metrics(workspace / "metrics/eval/rl/metrics.json")
+        stage = "dvc exp save"
+        exp = ws.save_experiment(experiment_name(ablation, cfg.variant, profile), list(results))
+        tracker.client.set_tag(run_id, "star.dvc_experiment", exp)
+        final = _read_metrics(ws.path / "metrics/eval/rl/metrics.json")
         if final:
             tracker.log_eval_table(run_id, final, name="eval")
         status = "FINISHED"
+        logger.info(f"{cfg.name}: saved as DVC experiment {exp!r}; stages: {results}")
         return {"variant": cfg.variant, "levels": parse_variant_name(cfg.variant) if cfg.variant else {},
-                "run_id": run_id, "workspace": str(workspace),
-                "success_rate": final.get("success_rate"),
-                "stages": {k: {"key": r.key, "cached": r.cached} for k, r in runner.results.items()}}
+                "run_id": run_id, "workspace": str(ws.path), "experiment": exp,
+                "success_rate": final.get("success_rate"), "stages": results}
+    except Exception as exc:
+        # Visible where people look: the worker log, and the variant's MLflow run (tag + text).
+        text = f"stage {stage}: {type(exc).__name__}: {exc}"
+        logger.error(f"{cfg.name} failed at {text}")
+        tracker.client.set_tag(run_id, "star.failed_stage", stage)
+        tracker.client.set_tag(run_id, "star.error", text[:4900])
+        tracker.log_text(run_id, text + "\n\n" + traceback.format_exc(), "error.txt")
+        raise
     finally:
         tracker.end_run(run_id, status)
 
 
 @task(name="variant", cache_policy=NO_CACHE, persist_result=True)
 def variant_task(profile: str | None, ablation: str, variant: str, overrides: dict | None, stages: list[str] | None,
-                 parent_run_id: str, gate: Any = None, version: str | None = None) -> dict[str, Any]:
+                 parent_run_id: str, gate: Any = None, commit: str | None = None) -> dict[str, Any]:
     """Runs one variant as a `star` subflow, holding one slot of the ablation's concurrency limit."""
     sem = _GATES[gate]
     with sem:
         return star(ablation=ablation, variant=variant, profile=profile, overrides=overrides, stages=stages,
-                    parent_run_id=parent_run_id, code_version=version)
+                    parent_run_id=parent_run_id, commit=commit)
 
 
 _GATES: dict[str, threading.Semaphore] = {}
+
+
+class AblationFailed(RuntimeError):
+    """Some variants failed; the report still compares the ones that finished."""
 
 
 def run_ablation(ablation: str, profile: str | None, overrides: dict | None, stages: list[str] | None,
@@ -110,6 +139,7 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
     from star.config import load_ablation, resolve
     from star.tracking import mlflow_logging as ml
     from star.tracking import report as rep
+    from star.tracking.stages import head_commit, uncommitted
 
     logger = get_run_logger()
     abl = load_ablation(ablation)
@@ -117,41 +147,46 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
     base_cfg = resolve(profile, abl, variants[0].name, overrides)
     limit = concurrency or base_cfg["flow"].concurrency
     tracker = ml.Tracker(base_cfg["tracking"])
+    commit = head_commit(PROJECT_DIR)  # one commit for all variants, even if another lands meanwhile
     parent = tracker.start_run(f"{abl.name} ({profile or 'default'})", "ablation",
                                tags={ml.ABLATION: abl.name, ml.PROFILE: profile or "default", "star.door": "prefect",
                                      "star.variants": ", ".join(v.name for v in variants)})
     tracker.log_params(parent, {"ablation": abl.name, "profile": profile or "default", "variants": len(variants),
-                                "concurrency": limit, "overrides": overrides or {}})
-    logger.info(f"ablation {abl.name}: {len(variants)} variants, {limit} at a time, MLflow parent {parent}")
-    from star.tracking.stages import code_version
-
-    version = code_version()  # one code version for all variants, even if a commit lands meanwhile
+                                "concurrency": limit, "overrides": overrides or {}, "commit": commit})
+    logger.info(f"ablation {abl.name}: {len(variants)} variants, {limit} at a time, commit {commit[:12]}, "
+                f"MLflow parent {parent}")
+    dirty = uncommitted(PROJECT_DIR)
+    if dirty:
+        logger.warning(f"uncommitted changes are not part of the variants (they run commit {commit[:12]}): {dirty}")
     gate = uuid.uuid4().hex
     _GATES[gate] = threading.Semaphore(limit)
     status = "FAILED"
     try:
         futures = [variant_task.with_options(task_run_name=f"variant[{v.name}]").submit(
-            profile, abl.name, v.name, overrides, stages, parent, gate, version) for v in variants]
-        outcomes, failed = [], []
+            profile, abl.name, v.name, overrides, stages, parent, gate, commit) for v in variants]
+        outcomes, failed = [], {}
         for v, fut in zip(variants, futures):
             try:
                 outcomes.append(fut.result())
             except Exception as exc:  # one broken variant must not hide the others' results
                 logger.error(f"variant {v.name} failed: {exc}")
-                failed.append(v.name)
+                failed[v.name] = str(exc)
         summary: dict[str, Any] = {"ablation": abl.name, "parent_run_id": parent, "variants": outcomes,
                                    "failed": failed}
         if stages is None or "evaluate" in stages:
             results = [rep.load_variant_dir(o["workspace"], o["variant"]) for o in outcomes]
-            if results:
-                report = rep.build_report(results, abl.name, abl.description, abl.paper_table, base_cfg["report"],
-                                          eval_set=str(base_cfg["eval"].split), evaluator_mode=str(base_cfg["eval"].mode))
-                out_dir = _paths(base_cfg, profile, abl.name, None)[0].parent / "report"
-                files = rep.write_report(report, results, out_dir)
-                rep.log_report(tracker, parent, report, files)
-                summary["report"] = str(files["markdown"])
-                logger.info("\n" + files["markdown"].read_text())
-        status = "FINISHED" if not failed else "FAILED"
+            report = rep.build_report(results, abl.name, abl.description, abl.paper_table, base_cfg["report"],
+                                      eval_set=str(base_cfg["eval"].split), evaluator_mode=str(base_cfg["eval"].mode),
+                                      failed=failed)
+            out_dir = _runs_dir(base_cfg) / (profile or "default") / abl.name / "report"
+            files = rep.write_report(report, results, out_dir)
+            rep.log_report(tracker, parent, report, files)
+            summary["report"] = str(files["markdown"])
+            logger.info("\n" + files["markdown"].read_text())
+        if failed:
+            raise AblationFailed(f"{len(failed)} of {len(variants)} variants failed: "
+                                 + "; ".join(f"{k}: {v.splitlines()[0] if v else ''}" for k, v in failed.items()))
+        status = "FINISHED"
         return summary
     finally:
         tracker.end_run(parent, status)
@@ -161,17 +196,17 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
 @flow(name="star", log_prints=True, persist_result=True)
 def star(ablation: str | None = None, variant: str | None = None, profile: str | None = "smoke",
          overrides: dict[str, Any] | None = None, stages: list[str] | None = None, concurrency: int | None = None,
-         parent_run_id: str | None = None, code_version: str | None = None) -> dict[str, Any]:
+         parent_run_id: str | None = None, commit: str | None = None) -> dict[str, Any]:
     """Run one pipeline variant; with an ablation and no variant, run all its variants and the report.
 
     ablation: params/ablations/NAME.yaml or params/grids/NAME.yaml; variant: e.g. "reward=sum";
     profile: params/profiles/NAME.yaml; overrides: {"rl.learning_rate": 1e-6}; stages: run only these
     (and what they need); concurrency: variants at a time (default: params flow.concurrency);
-    code_version: the code part of the stage keys (set by the ablation for its variants)."""
+    commit: the git commit the variant's workspace checks out (default HEAD; the ablation sets one for all)."""
     quiet_telemetry()
     if ablation and variant is None:
         return run_ablation(ablation, profile, overrides, stages, concurrency)
-    return run_one(profile, ablation, variant, overrides, stages, parent_run_id, code_version)
+    return run_one(profile, ablation, variant, overrides, stages, parent_run_id, commit)
 
 
 if __name__ == "__main__":

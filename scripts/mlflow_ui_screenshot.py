@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--url", default=None, help="a running MLflow UI (default: start one)")
     p.add_argument("--tracking-uri", default=None, help="store for the UI this script starts")
     p.add_argument("--experiment", default="star", help="experiment whose page is captured")
+    p.add_argument("--run", default=None, help="capture this run's page (its report artifacts) instead")
+    p.add_argument("--expect", action="append", default=[], help="text the rendered page must contain (repeatable)")
     p.add_argument("--out", default="mlflow_ui.png", help="screenshot path")
     p.add_argument("--timeout", type=float, default=150.0)
     args = p.parse_args(argv)
@@ -82,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = client.search_runs([exp.experiment_id], max_results=200, order_by=["attributes.start_time DESC"])
     # The runs table lists top-level runs (ablations, pipelines); nested ones are collapsed under them.
     expected = {r.info.run_name for r in runs if r.info.run_name and "mlflow.parentRunId" not in r.data.tags}
+    if args.run:
+        expected = {client.get_run(args.run).info.run_name}
 
     server = None
     url = args.url
@@ -96,13 +100,19 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: MLflow UI at {url} did not answer", file=sys.stderr)
             return 1
         page = f"{url}/#/experiments/{exp.experiment_id}/runs"
+        if args.run:  # the run's artifacts tab, opened on the comparison report
+            page += f"/{args.run}/artifacts/report/report.md"
         dom = chromium(["--dump-dom", page], args.timeout).stdout
         shown = sorted(n for n in expected if n in dom)
+        missing = [t for t in args.expect if t not in dom]
+        if missing:
+            print(f"error: the page does not show {missing}", file=sys.stderr)
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         chromium([f"--screenshot={out.resolve()}", page], args.timeout)
-        ok = out.is_file() and out.read_bytes()[:4] == b"\x89PNG" and (bool(shown) or not expected)
-        print(f"{page}: {len(shown)}/{len(expected)} top-level run names rendered; screenshot {out}")
+        ok = out.is_file() and out.read_bytes()[:4] == b"\x89PNG" and (bool(shown) or not expected) and not missing
+        print(f"{page}: {len(shown)}/{len(expected)} {'run' if args.run else 'top-level run'} names rendered; "
+              f"screenshot {out}")
         return 0 if ok else 1
     finally:
         if server is not None:

@@ -472,6 +472,23 @@ def resolve(profile: str | None = None, ablation: str | Ablation | None = None, 
                           var.name if var else None, unvalidated)
 
 
+def validate_sections(values: dict, sections: list[str], source: str = "params.yaml") -> None:
+    """Check the named sections of a resolved params file against their config models: a wrong type
+    (e.g. `dvc exp run -S rl.learning_rate=abc`) is a ConfigError naming the key, before a stage runs."""
+    for section in sections:
+        spec = SECTION_MODELS.get(section)
+        model = _import_model(spec) if spec else None
+        if model is None or section not in values:
+            continue
+        try:
+            model.model_validate(values[section])
+        except Exception as exc:
+            errors = getattr(exc, "errors", lambda: [])()
+            lines = [f"  {'.'.join([section, *map(str, e.get('loc', ()))])}: {e.get('msg')} (input {e.get('input')!r})"
+                     for e in errors]
+            raise ConfigError(f"{source}: invalid {section!r} parameters:\n" + ("\n".join(lines) or str(exc))) from None
+
+
 # ------------------------------------------------------------------------------------------- CLI
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,54 +1,44 @@
-"""One thin Prefect task per pipeline stage.
+"""One thin Prefect task per dvc.yaml stage, derived from dvc.yaml (the one list of stages).
 
-Each task runs its dvc.yaml stage through `star.tracking.stages.VariantRunner` (the same rendered
-command `dvc repro` runs, logged as a nested MLflow stage run) and returns where the output lives.
-Stages whose outputs are written atomically into a fresh directory are safe to retry; training
-stages are not retried automatically (a rerun costs the whole training; `star grpo --resume` exists).
+Each task runs its stage through DVC in the variant's workspace (`dvc repro --single-item STAGE`,
+see star.tracking.stages.Workspace) and returns whether DVC ran it or restored it from its
+run-cache. A stage is retried `flow.retries` times unless dvc.yaml marks it `meta: {retries: 0}`
+(training: a rerun costs the whole run; `star grpo --resume` exists for that).
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from star.tracking.stages import StageResult, VariantRunner
-
-RETRY_SAFE = {"sandbox", "synthesize", "validate", "split", "teacher", "sft_data", "build_model", "evaluate",
-              "qa_data", "qa_index", "evaluate_ood"}
+from star.tracking.stages import PROJECT_DIR, StageResult, Workspace, stage_meta, stage_order
 
 
-def _run(runner: VariantRunner, stage: str, parent_run_id: str | None) -> StageResult:
-    logger = get_run_logger()
-    result = runner.run(stage, parent_run_id, log=logger.info)
-    logger.info(f"{stage}: {'reused' if result.cached else 'computed'} {result.path} ({result.seconds:.1f}s)")
-    return result
+def _run(workspace: Workspace, stage: str) -> StageResult:
+    return workspace.repro(stage, log=get_run_logger().info)
 
 
-def _stage_task(name: str):
-    # Inputs hold a live runner object: Prefect's input-hash cache would not be meaningful, and our
-    # own content-addressed stage directories already give the reuse.
-    return task(_run, name=name, task_run_name=f"{name}" + "[{stage}]", cache_policy=NO_CACHE,
-                retries=2 if name in RETRY_SAFE else 0, retry_delay_seconds=5, persist_result=True)
+@lru_cache(maxsize=None)
+def stage_tasks() -> dict[str, object]:
+    """{stage name: Prefect task} for every stage dvc.yaml declares (foreach items included)."""
+    return {name: task(_run, name=name, cache_policy=NO_CACHE, persist_result=True) for name in stage_order(PROJECT_DIR)}
 
 
-sandbox = _stage_task("sandbox")
-synthesize = _stage_task("synthesize")
-validate = _stage_task("validate")
-split = _stage_task("split")
-teacher = _stage_task("teacher")
-sft_data = _stage_task("sft_data")
-build_model = _stage_task("build_model")
-sft = _stage_task("sft")
-grpo = _stage_task("grpo")
-evaluate = _stage_task("evaluate")
+@lru_cache(maxsize=None)
+def _meta() -> dict[str, dict]:
+    return stage_meta(PROJECT_DIR)
 
-STAGE_TASKS = {t.name: t for t in (sandbox, synthesize, validate, split, teacher, sft_data, build_model, sft,
-                                   grpo, evaluate)}
+
+def retries(stage: str, default: int) -> int:
+    """How often the flow retries a failed stage: dvc.yaml's `meta: {retries: N}`, else `default`."""
+    return int(_meta().get(stage, {}).get("retries", default))
 
 
 def task_for(stage: str):
-    """The task of a dvc.yaml stage name (`evaluate@rl` -> evaluate)."""
-    base = stage.split("@")[0]
-    if base not in STAGE_TASKS:
-        raise KeyError(f"no Prefect task for stage {stage!r}; add one to tasks/stages.py")
-    return STAGE_TASKS[base]
+    """The task of a dvc.yaml stage (`evaluate@rl`)."""
+    tasks = stage_tasks()
+    if stage not in tasks:
+        raise KeyError(f"dvc.yaml has no stage {stage!r}; it has {', '.join(tasks)}")
+    return tasks[stage]

@@ -27,6 +27,21 @@ def parse_ratio(text: str | list | tuple) -> tuple[float, float, float]:
     return tuple(v / total for v in values)  # type: ignore[return-value]
 
 
+def ratio_text(value: object) -> str:
+    """A ratio from params ([4, 3, 3], the form that survives DVC's YAML writer) or a CLI ('4:3:3') as
+    'easy:medium:hard' text. A bare number is what YAML 1.1 makes of an unquoted 4:3:3 (base 60)."""
+    if isinstance(value, (list, tuple)):
+        parse_ratio(list(value))
+        return ":".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise ValueError(f"level ratio {value!r} is a number: an unquoted 4:3:3 reads as base 60 in YAML 1.1; "
+                         "write the ratio as a list, e.g. [4, 3, 3]")
+    if not isinstance(value, str):
+        raise ValueError(f"level ratio {value!r}: expected a list like [4, 3, 3] or text like '4:3:3'")
+    parse_ratio(value)
+    return value
+
+
 class SamplingConfig(BaseModel):
     model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
 
@@ -89,7 +104,7 @@ class SynthesisConfig(BaseModel):
     seed: int = 0
     """Seed of every random draw (sampling, phrasing); same seed, same pool."""
     ratio: str = "4:3:3"
-    """Easy:medium:hard proportions of the pool."""
+    """Easy:medium:hard proportions of the pool ([4, 3, 3] in params; '4:3:3' on a command line)."""
     max_attempts_per_query: int = 200
     """Resampling attempts for one query slot before the stage gives up with an error."""
     source: str = "synthetic"
@@ -105,11 +120,10 @@ class SynthesisConfig(BaseModel):
     templates: TemplateConfig = Field(default_factory=TemplateConfig)
     """Back-translation."""
 
-    @field_validator("ratio")
+    @field_validator("ratio", mode="before")
     @classmethod
-    def _check_ratio(cls, v: str) -> str:
-        parse_ratio(v)
-        return v
+    def _check_ratio(cls, v: object) -> str:
+        return ratio_text(v)
 
 
 class SplitConfig(BaseModel):
@@ -120,12 +134,11 @@ class SplitConfig(BaseModel):
     val_size: int = 200
     """Queries in the synthetic validation set."""
     ratio: str = "4:3:3"
-    """Easy:medium:hard proportions of the RL and validation sets."""
+    """Easy:medium:hard proportions of the RL and validation sets ([4, 3, 3] in params)."""
     seed: int = 0
     """Seed of the shuffle that assigns queries to splits."""
 
-    @field_validator("ratio")
+    @field_validator("ratio", mode="before")
     @classmethod
-    def _check_ratio(cls, v: str) -> str:
-        parse_ratio(v)
-        return v
+    def _check_ratio(cls, v: object) -> str:
+        return ratio_text(v)

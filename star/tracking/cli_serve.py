@@ -2,6 +2,7 @@
 
     star serve                 # start all three in the background, deploy `star/ablation`, print URLs
     star serve --status        # which are running
+    star serve --foreground    # the same, then follow the three services' logs until Ctrl-C stops them
     star serve --stop          # stop them (SIGINT: a Prefect worker ignores SIGTERM)
 
 Process ids and logs live in runs/serve/ under the project. After `star serve`:
@@ -26,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mlflow-port", type=int, default=5000, help="MLflow UI port on 127.0.0.1")
     parser.add_argument("--pool", default=None, help="work pool (default: params flow.work_pool)")
     parser.add_argument("--no-deploy", action="store_true", help="do not (re)create the `ablation` deployment")
+    parser.add_argument("--foreground", action="store_true",
+                        help="stay attached: print the services' logs as they grow; Ctrl-C stops them")
     parser.add_argument("--stop", action="store_true", help="stop the services started by `star serve`")
     parser.add_argument("--status", action="store_true", help="show which services are running")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for each service to answer")
@@ -104,6 +107,30 @@ def stop(project: Path) -> int:
     return 0
 
 
+def follow(project: Path, poll: float = 0.5) -> int:
+    """Print what the services log (prefixed by name) until Ctrl-C or until every service has exited."""
+    files = {name: open(_state_dir(project) / f"{name}.log", "rb") for name in SERVICES}
+    for fh in files.values():
+        fh.seek(0, os.SEEK_END)
+    try:
+        while any(_pid(project, name) for name in SERVICES):
+            quiet = True
+            for name, fh in files.items():
+                for line in fh.readlines():
+                    quiet = False
+                    print(f"{name:>15} | {line.decode(errors='replace').rstrip()}", flush=True)
+            if quiet:
+                time.sleep(poll)
+        print("every service has exited", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\nstopping the services ...", flush=True)
+        return stop(project)
+    finally:
+        for fh in files.values():
+            fh.close()
+
+
 def run(args: argparse.Namespace) -> int:
     from star.config import PROJECT_DIR, resolve
     from star.tracking.mlflow_logging import TELEMETRY_OFF, default_tracking_uri
@@ -130,6 +157,10 @@ def run(args: argparse.Namespace) -> int:
         return 1
     subprocess.run([str(bin_dir / "prefect"), "work-pool", "create", pool, "--type", "process"], cwd=project,
                    env=env, capture_output=True)  # fails harmlessly when it exists
+    # Point the active Prefect profile at this server, so a bare `prefect deployment run …` in another
+    # shell talks to it instead of starting a throwaway server of its own.
+    subprocess.run([str(bin_dir / "prefect"), "config", "set", f"PREFECT_API_URL={api}"], cwd=project, env=env,
+                   capture_output=True)
     if not args.no_deploy:
         dep = subprocess.run([str(bin_dir / "prefect"), "--no-prompt", "deploy", "--all"], cwd=project,
                              env=env, capture_output=True, text=True)
@@ -146,5 +177,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"Prefect UI:  http://127.0.0.1:{args.prefect_port}   (export PREFECT_API_URL={api})")
     print(f"MLflow UI:   http://127.0.0.1:{args.mlflow_port}" + ("" if ok else "   (not answering yet)"))
     print("run:  PREFECT_API_URL=%s prefect deployment run star/ablation --param ablation=reward" % api)
-    print("stop: star serve --stop")
+    print("stop: star serve --stop" + (" (or Ctrl-C here)" if args.foreground else ""))
+    if args.foreground and ok:
+        return follow(project)
     return 0 if ok else 1

@@ -157,6 +157,15 @@ def run(args: argparse.Namespace) -> int:
         print("stage_run: no command given after --", file=sys.stderr)
         return 2
     params = _load_params(args.params)
+    sections = [s for s in args.sections.split(",") if s]
+    try:
+        from star.config import ConfigError, validate_sections
+
+        validate_sections(params, sections, args.params)
+    except ConfigError as exc:
+        print(f"stage {args.stage}: {exc}\n(DVC removed this stage's outputs before running it: "
+              "`dvc checkout` brings back the last good ones)", file=sys.stderr)
+        return 2
     tracker = run_id = None
     try:
         from star.tracking.config import TrackingConfig
@@ -166,7 +175,6 @@ def run(args: argparse.Namespace) -> int:
         tracker = Tracker(tracking, Path(args.project_dir))
         parent = os.environ.get(PARENT_ENV) or _pipeline_parent(tracker, params, args.params)
         run_id = tracker.start_run(args.stage, "stage", parent_id=parent, tags={STAGE: args.stage})
-        sections = [s for s in args.sections.split(",") if s]
         tracker.log_params(run_id, {s: params[s] for s in sections if s in params})
         tracker.log_dict(run_id, {"command": command}, "command.json")
     except Exception as exc:  # tracking must never cost a stage its work

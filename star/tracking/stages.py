@@ -1,302 +1,211 @@
-"""Run dvc.yaml's stages for one variant outside DVC, sharing upstream work between variants.
+"""Run dvc.yaml's stages for one variant through DVC itself, in the variant's own workspace.
 
-dvc.yaml is the one place the stage commands are written. This module reads it, renders each
-`${…}` with a variant's resolved parameters (the same templating DVC does), and runs the stages
-in dependency order, each in a content-addressed directory: the key of a stage is the hash of its
-rendered command, the keys of the stages it depends on and the code version. Variants whose
-upstream parameters agree (synthesis, teacher, SFT …) therefore resolve to the same keys and
-compute those stages once; a variant's workspace holds symlinks to the shared outputs.
+A variant's workspace is a git worktree of the project at the ablation's commit, holding the
+variant's resolved params.yaml. Every workspace uses the project's DVC cache, so DVC's run-cache
+restores a stage that any workspace already ran with the same command, dependencies and params
+("Stage 'x' is cached - skipping run, checking out outputs") instead of computing it again. A
+finished variant is saved as a DVC experiment (`dvc exp save`): `dvc exp show` in the project lists
+it and `dvc exp apply NAME` brings its outputs back.
 
-Used by the Prefect flow (flows/star_flow.py) and usable on its own (`run_variant`).
+dvc.yaml is the one list of stages: `stage_order` reads it through DVC's own index (foreach
+stages expanded as `evaluate@rl`), in dependency order. Used by the Prefect flow; usable alone.
 """
 
 from __future__ import annotations
 
 import fcntl
-import hashlib
-import json
 import os
-import re
-import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
-from dataclasses import dataclass, field
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable, Iterator
 
-import yaml
+from star.tracking.mlflow_logging import PROJECT_DIR
 
-from star.tracking.mlflow_logging import PARENT_ENV, PROJECT_DIR
-
-_VAR = re.compile(r"\$\{\s*([A-Za-z0-9_.\[\]-]+)\s*\}")
-DONE = ".star_stage_done.json"
+# What `dvc repro` prints for a stage it did not run (stable across DVC 3.x).
+_RESTORED = "is cached - skipping run"
+_UNCHANGED = "didn't change, skipping"
 
 
 class StageError(RuntimeError):
-    """A stage failed or dvc.yaml cannot be rendered; the message names the stage."""
-
-
-@dataclass
-class Stage:
-    name: str
-    cmd: str
-    deps: list[str] = field(default_factory=list)
-    outs: list[str] = field(default_factory=list)
-    params: list[str] = field(default_factory=list)
-    param_values: dict[str, Any] = field(default_factory=dict)  # what the stage reads from params.yaml
+    """A stage failed, or a workspace cannot be set up; the message names the stage and the cause."""
 
 
 @dataclass
 class StageResult:
     stage: str
-    key: str
-    path: Path
-    cached: bool
-    seconds: float = 0.0
+    status: str          # "ran" | "restored" (DVC run-cache) | "unchanged" (already up to date here)
+    seconds: float
+    log: str
+
+    @property
+    def cached(self) -> bool:
+        return self.status != "ran"
 
 
-def _lookup(context: dict, expr: str, where: str) -> Any:
-    node: Any = context
-    for part in expr.replace("[", ".").replace("]", "").split("."):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
-            raise StageError(f"{where}: ${{{expr}}} is not defined in the parameters")
-    return node
+def dvc_bin() -> str:
+    """The `dvc` of this interpreter's environment (the project venv), else the one on PATH."""
+    local = Path(sys.executable).parent / "dvc"
+    return str(local) if local.exists() else (shutil.which("dvc") or "dvc")
 
 
-def render(text: str, context: dict, where: str = "dvc.yaml") -> str:
-    """DVC-style interpolation of scalars: booleans as true/false, None as None."""
-
-    def sub(m: re.Match) -> str:
-        value = _lookup(context, m.group(1), where)
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if isinstance(value, (dict, list)):
-            raise StageError(f"{where}: ${{{m.group(1)}}} is not a scalar")
-        return str(value)
-
-    return _VAR.sub(sub, text)
+def _index(repo_dir: Path):
+    """DVC's own view of dvc.yaml (stages and dependency graph), re-read when dvc.yaml or params change."""
+    stamp = tuple((repo_dir / f).stat().st_mtime_ns if (repo_dir / f).exists() else 0
+                  for f in ("dvc.yaml", "params.yaml"))
+    return _read_index(str(repo_dir), stamp)
 
 
-def _entries(items: list | None) -> list[str]:
-    out = []
-    for item in items or []:
-        out.append(next(iter(item)) if isinstance(item, dict) else str(item))
-    return out
+@lru_cache(maxsize=8)
+def _read_index(repo_dir: str, stamp: tuple):
+    from dvc.repo import Repo
+
+    with Repo(repo_dir) as repo:
+        return list(repo.index.stages), repo.index.graph
 
 
-def load_stages(values: dict, dvc_yaml: Path = PROJECT_DIR / "dvc.yaml", python: str = sys.executable,
-                params_file: str = "params.yaml") -> list[Stage]:
-    """dvc.yaml's stages (foreach expanded as stage@item), rendered with `values`, in dependency order.
+def stage_order(repo_dir: Path = PROJECT_DIR) -> list[str]:
+    """dvc.yaml's stage names (foreach items as NAME@KEY), upstream first, dvc.yaml order among equals."""
+    import networkx as nx
 
-    The file's `py` / `track` vars are replaced by this interpreter so the commands run here."""
-    doc = yaml.safe_load(Path(dvc_yaml).read_text())
-    context: dict[str, Any] = dict(values)
-    context["py"] = python
-    context["track"] = f"{python} -m star.tracking.stage_run --params {params_file}"
-    stages: list[Stage] = []
-    for name, spec in (doc.get("stages") or {}).items():
-        if "foreach" in spec:
-            items = spec["foreach"]
-            pairs = items.items() if isinstance(items, dict) else ((i, i) for i in items)
-            for key, item in pairs:  # DVC: a dict gives ${key} and ${item}, a list ${item}
-                ctx = {**context, "key": key, "item": item}
-                stages.append(_stage(f"{name}@{key}", spec["do"], ctx))
-        else:
-            stages.append(_stage(name, spec, context))
-    return _toposort(stages)
+    stages, graph = _index(Path(repo_dir))
+    position = {s: i for i, s in enumerate(stages)}
+    # DVC's graph points from a stage to the stages it depends on: reverse it to run upstream first.
+    order = nx.lexicographical_topological_sort(graph.reverse(copy=True), key=lambda s: position.get(s, 0))
+    return [s.addressing for s in order if s in position]
 
 
-def _stage(name: str, spec: dict, ctx: dict) -> Stage:
-    where = f"dvc.yaml stage {name}"
-    cmd = " ".join(str(spec["cmd"]).split())
-    outs = _entries(spec.get("outs")) + _entries(spec.get("metrics")) + _entries(spec.get("plots"))
-    params = _entries(spec.get("params"))
-    # Like DVC, a stage depends on the values of its declared params, not only on what its command
-    # line shows (training CLIs read their whole section from params.yaml).
-    values = {key: _lookup(ctx, key, where) for key in params}
-    return Stage(name, render(cmd, ctx, where), [render(d, ctx, where) for d in _entries(spec.get("deps"))],
-                 [render(o, ctx, where) for o in outs], params, values)
+def stage_meta(repo_dir: Path = PROJECT_DIR) -> dict[str, dict]:
+    """Each stage's `meta:` block from dvc.yaml (e.g. `meta: {retries: 0}` for training stages)."""
+    stages, _ = _index(Path(repo_dir))
+    return {s.addressing: dict(s.meta or {}) for s in stages}
 
 
-def _covers(out: str, path: str) -> bool:
-    return path == out or path.startswith(out.rstrip("/") + "/")
+def needed_stages(repo_dir: Path, wanted: list[str] | None) -> list[str]:
+    """The named stages (a foreach name like `evaluate` means all its items) and everything upstream."""
+    import networkx as nx
+
+    stages, graph = _index(Path(repo_dir))
+    order = stage_order(repo_dir)
+    if wanted is None:
+        return order
+    by_name = {s.addressing: s for s in stages}
+    unknown = [w for w in wanted if not any(n == w or n.split("@")[0] == w for n in by_name)]
+    if unknown:
+        raise StageError(f"unknown stages {unknown}; dvc.yaml has {', '.join(order)}")
+    need: set[str] = set()
+    for name, stage in by_name.items():
+        if name in wanted or name.split("@")[0] in wanted:
+            need.add(name)
+            need |= {s.addressing for s in nx.descendants(graph, stage)}
+    return [n for n in order if n in need]
 
 
-def producer(stages: list[Stage], path: str) -> tuple[Stage, str] | None:
-    for s in stages:
-        for out in s.outs:
-            if _covers(out, path):
-                return s, out
-    return None
+def git(cwd: Path, *args: str, check: bool = True) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise StageError(f"git {' '.join(args)} (in {cwd}) failed: {proc.stderr.strip() or proc.stdout.strip()}")
+    return proc.stdout.strip()
 
 
-def _toposort(stages: list[Stage]) -> list[Stage]:
-    by_name = {s.name: s for s in stages}
-    deps = {s.name: {p[0].name for d in s.deps if (p := producer(stages, d)) and p[0].name != s.name}
-            for s in stages}
-    order: list[Stage] = []
-    done: set[str] = set()
-    while len(order) < len(stages):
-        ready = [n for n in by_name if n not in done and deps[n] <= done]
-        if not ready:
-            raise StageError(f"dvc.yaml: dependency cycle among {sorted(set(by_name) - done)}")
-        for n in ready:  # dvc.yaml order among the ready ones
-            order.append(by_name[n])
-            done.add(n)
-    return order
+def head_commit(project: Path = PROJECT_DIR) -> str:
+    return git(project, "rev-parse", "HEAD")
 
 
-def code_version(project_dir: Path = PROJECT_DIR) -> str:
-    """Git commit plus a hash of uncommitted changes to star/: a code change invalidates shared outputs."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project_dir, capture_output=True, text=True,
-                              timeout=10).stdout.strip()
-        diff = subprocess.run(["git", "diff", "HEAD", "--", "star"], cwd=project_dir, capture_output=True,
-                              text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return f"{head[:12]}-{hashlib.sha256(diff.encode()).hexdigest()[:8]}"
+def uncommitted(project: Path = PROJECT_DIR) -> list[str]:
+    """Files that differ from HEAD where the pipeline reads code or stages (variants run HEAD, not these)."""
+    out = git(project, "status", "--porcelain", "--", "star", "dvc.yaml", "params", check=False)
+    return [line[3:] for line in out.splitlines() if line.strip()]
 
 
-def stage_key(stage: Stage, upstream: dict[str, str], version: str) -> str:
-    blob = json.dumps({"cmd": stage.cmd, "params": stage.param_values, "upstream": dict(sorted(upstream.items())),
-                       "code": version}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+def project_cache_dir(project: Path = PROJECT_DIR) -> Path:
+    proc = subprocess.run([dvc_bin(), "cache", "dir"], cwd=project, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise StageError(f"`dvc cache dir` failed in {project}: {proc.stderr.strip()}")
+    return Path(proc.stdout.strip()).resolve()
 
 
-def _link(link: Path, target: Path) -> None:
-    link.parent.mkdir(parents=True, exist_ok=True)
-    if link.is_symlink() or link.is_file():
-        link.unlink()
-    elif link.is_dir():
-        shutil.rmtree(link)
-    link.symlink_to(target.resolve(), target_is_directory=target.is_dir())
+class Workspace:
+    """One variant's git worktree, sharing the project's DVC cache (and so its run-cache)."""
 
+    def __init__(self, path: Path, project: Path = PROJECT_DIR, cache_dir: Path | None = None,
+                 lock_dir: Path | None = None, env: dict[str, str] | None = None):
+        self.path = Path(path).resolve()
+        self.project = Path(project).resolve()
+        self.cache_dir = Path(cache_dir).resolve() if cache_dir else project_cache_dir(self.project)
+        self.lock_dir = Path(lock_dir or self.path.parent / ".locks").resolve()
+        self.env = dict(env or {})
 
-class VariantRunner:
-    """Runs one variant's stages: shared content-addressed outputs under `cache_dir`, links in `workspace`."""
-
-    def __init__(self, values: dict, workspace: Path, cache_dir: Path, dvc_yaml: Path = PROJECT_DIR / "dvc.yaml",
-                 version: str | None = None, env: dict[str, str] | None = None):
+    # ------------------------------------------------------------------------------ setup
+    def prepare(self, params: dict, commit: str) -> "Workspace":
+        """Check out `commit` here (a new worktree, or the existing one moved to it) and write params.yaml."""
         from star.config import write_yaml
 
-        self.values = values
-        self.workspace = Path(workspace).resolve()
-        self.cache_dir = Path(cache_dir).resolve()
-        self.workspace.mkdir(parents=True, exist_ok=True)
-        self.params_path = write_yaml(self.workspace / "params.yaml", values)
-        # Commands name `params.yaml` relative to their working directory (a copy is placed there), so
-        # the rendered command - the stage's content key - does not depend on the variant's path.
-        self.stages = load_stages(values, dvc_yaml)
-        self.version = version or code_version()
-        self.env = env or {}
-        self.keys: dict[str, str] = {}
-        self.results: dict[str, StageResult] = {}
+        if self.path.exists() and not (self.path / ".git").exists():
+            shutil.rmtree(self.path)  # not a worktree (an older layout): start clean
+        git(self.project, "worktree", "prune")
+        if self.path.exists():
+            git(self.path, "checkout", "--quiet", "--detach", "--force", commit)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            git(self.project, "worktree", "add", "--quiet", "--detach", "--force", str(self.path), commit)
+        venv = self.project / ".venv"
+        link = self.path / ".venv"
+        if venv.is_dir() and not link.exists():
+            link.symlink_to(venv, target_is_directory=True)  # dvc.yaml calls .venv/bin/python
+        self._dvc("cache", "dir", "--local", str(self.cache_dir))
+        write_yaml(self.path / "params.yaml", params)
+        return self
 
-    def stage(self, name: str) -> Stage:
-        for s in self.stages:
-            if s.name == name:
-                return s
-        raise StageError(f"no stage {name!r} in dvc.yaml ({', '.join(s.name for s in self.stages)})")
+    def _env(self) -> dict[str, str]:
+        from star.training.deepspeed_setup import child_env
 
-    def upstream(self, stage: Stage) -> dict[str, tuple[Stage, str]]:
-        out = {}
-        for dep in stage.deps:
-            p = producer(self.stages, dep)
-            if p is None:  # a source file of the repository: its content is part of the key
-                continue
-            out[p[1]] = p
-        return out
+        env = {**child_env(dict(os.environ)), **self.env}
+        # The stages import this workspace's code, not the project's (which may have moved on).
+        env["PYTHONPATH"] = os.pathsep.join([str(self.path), *[p for p in [env.get("PYTHONPATH", "")] if p]])
+        for var, key in (("GIT_AUTHOR_NAME", "user.name"), ("GIT_AUTHOR_EMAIL", "user.email")):
+            if not env.get(var) and not git(self.project, "config", key, check=False):
+                env[var] = env[var.replace("AUTHOR", "COMMITTER")] = "star" if "NAME" in var else "star@localhost"
+        return env
 
-    def run(self, name: str, parent_run_id: str | None = None, log: Callable[[str], None] = print) -> StageResult:
-        import time
+    def _dvc(self, *args: str) -> subprocess.CompletedProcess:
+        proc = subprocess.run([dvc_bin(), *args], cwd=self.path, env=self._env(), capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise StageError(f"`dvc {' '.join(args)}` failed in {self.path}:\n{(proc.stdout + proc.stderr)[-3000:]}")
+        return proc
 
-        stage = self.stage(name)
-        ups = self.upstream(stage)
-        missing = [s.name for s, _ in ups.values() if s.name not in self.keys]
-        if missing:
-            raise StageError(f"stage {name}: run {missing} first")
-        up_keys = {s.name: self.keys[s.name] for s, _ in ups.values()}
-        for dep in stage.deps:
-            if producer(self.stages, dep) is None:
-                src = PROJECT_DIR / dep
-                if src.is_file():
-                    up_keys[dep] = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
-        key = stage_key(stage, up_keys, self.version)
-        base = stage.name.replace("@", "-")
-        final = self.cache_dir / base / key
-        final.parent.mkdir(parents=True, exist_ok=True)
+    @contextmanager
+    def _stage_lock(self, stage: str) -> Iterator[None]:
+        # One workspace at a time per stage: a second variant with the same inputs then finds the
+        # first one's result in DVC's run-cache instead of computing it alongside.
+        self.lock_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.lock_dir / f"{stage.replace('@', '-')}.lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    # ------------------------------------------------------------------------------ stages
+    def repro(self, stage: str, log: Callable[[str], None] = print) -> StageResult:
+        """`dvc repro --single-item STAGE` here; the result says whether DVC ran it or restored it."""
         start = time.time()
-        with open(final.parent / f"{key}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # a concurrent variant with the same key waits, then reuses
-            cached = (final / DONE).is_file()
-            if not cached:
-                self._execute(stage, ups, final, parent_run_id, log)
-        for out in stage.outs:
-            target = final / out
-            if target.exists():
-                _link(self.workspace / out, target)
-        self.keys[name] = key
-        result = StageResult(name, key, final, cached, time.time() - start)
-        self.results[name] = result
-        return result
+        with self._stage_lock(stage):
+            proc = subprocess.run([dvc_bin(), "repro", "--single-item", stage], cwd=self.path, env=self._env(),
+                                  capture_output=True, text=True)
+        out = (proc.stdout + proc.stderr).strip()
+        if proc.returncode != 0:
+            raise StageError(f"stage {stage} failed (dvc repro exit status {proc.returncode}):\n{out[-3000:]}")
+        status = "restored" if _RESTORED in out else "unchanged" if _UNCHANGED in out else "ran"
+        log(f"[{stage}] {status} in {time.time() - start:.1f}s" + (f"\n{out[-2000:]}" if status == "ran" else ""))
+        return StageResult(stage, status, time.time() - start, out)
 
-    def _execute(self, stage: Stage, ups: dict[str, tuple[Stage, str]], final: Path, parent_run_id: str | None,
-                 log: Callable[[str], None]) -> None:
-        work = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
-        try:
-            for out, (producer_stage, _) in ups.items():
-                _link(work / out, self.results[producer_stage.name].path / out)
-            shutil.copyfile(self.params_path, work / "params.yaml")
-            from star.training.deepspeed_setup import child_env
-
-            env = {**child_env(dict(os.environ)), **self.env}
-            if parent_run_id:
-                env[PARENT_ENV] = parent_run_id
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_DIR), env.get("PYTHONPATH", "")]))
-            log(f"[{stage.name}] {stage.cmd}")
-            proc = subprocess.run(shlex.split(stage.cmd), cwd=work, env=env, capture_output=True, text=True)
-            tail = (proc.stdout[-3000:] + proc.stderr[-3000:]).strip()
-            if tail:
-                log(tail)
-            if proc.returncode != 0:
-                raise StageError(f"stage {stage.name} failed with exit status {proc.returncode}:\n{tail[-2000:]}")
-            missing = [o for o in stage.outs if not (work / o).exists()]
-            if missing:
-                raise StageError(f"stage {stage.name} finished but did not write {missing}")
-            (work / DONE).write_text(json.dumps({"stage": stage.name, "cmd": stage.cmd}) + "\n")
-            os.replace(work, final) if not final.exists() else shutil.rmtree(work)
-        finally:
-            if work.exists():
-                shutil.rmtree(work, ignore_errors=True)
-
-
-def needed_stages(runner: "VariantRunner", wanted: list[str] | None) -> list[str]:
-    """The named stages (a foreach name like `evaluate` means all its items) and everything upstream."""
-    if wanted is None:
-        return [s.name for s in runner.stages]
-    unknown = [w for w in wanted if not any(s.name == w or s.name.split("@")[0] == w for s in runner.stages)]
-    if unknown:
-        raise StageError(f"unknown stages {unknown}; dvc.yaml has {', '.join(s.name for s in runner.stages)}")
-    need: set[str] = set()
-    todo = [s.name for s in runner.stages if s.name in wanted or s.name.split("@")[0] in wanted]
-    while todo:
-        name = todo.pop()
-        if name in need:
-            continue
-        need.add(name)
-        todo += [st.name for st, _ in runner.upstream(runner.stage(name)).values()]
-    return [s.name for s in runner.stages if s.name in need]
-
-
-def run_variant(values: dict, workspace: Path, cache_dir: Path, stages: list[str] | None = None,
-                parent_run_id: str | None = None, log: Callable[[str], None] = print) -> dict[str, StageResult]:
-    """Every stage (or the named ones and what they need, in order) for one variant, without Prefect."""
-    runner = VariantRunner(values, workspace, cache_dir)
-    for name in needed_stages(runner, stages):
-        runner.run(name, parent_run_id, log)
-    return runner.results
+    def save_experiment(self, name: str, stages: list[str]) -> str:
+        """`dvc exp save -n NAME --force STAGES`: the variant (the stages it ran) as a DVC experiment."""
+        self._dvc("exp", "save", "--name", name, "--force", *stages)
+        return name

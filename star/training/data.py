@@ -83,6 +83,28 @@ def encode_all(tokenizer, conversations: list[list[dict]], max_length: int | Non
             for c in tqdm(conversations, desc="tokenise", disable=not progress, leave=False)]
 
 
+def fit_to_length(examples: list[Example], max_length: int | None) -> tuple[list[Example], dict]:
+    """Cut each example to `max_length`; drop those left with no policy token. Returns the kept
+    examples and counts (truncated, dropped, longest). Refuses (SFTDataError) when nothing is left,
+    naming max_length and the longest example, instead of training on an empty set."""
+    longest = max((len(e) for e in examples), default=0)
+    first_policy = [e.loss_mask.index(1) for e in examples if 1 in e.loss_mask]
+    kept, truncated = [], 0
+    for e in examples:
+        if max_length is not None and len(e) > max_length:
+            e, truncated = Example(e.input_ids[:max_length], e.loss_mask[:max_length]), truncated + 1
+        if sum(e.loss_mask):
+            kept.append(e)
+    stats = {"truncated": truncated, "dropped": len(examples) - len(kept), "longest_tokens": longest,
+             "max_length": max_length}
+    if examples and not kept:
+        raise SFTDataError(
+            f"no SFT example fits sft.max_length={max_length}: the longest example has {longest} tokens and the "
+            f"first policy token comes at position {min(first_policy, default=0)} at the earliest, so truncation "
+            f"leaves no token to learn from; raise sft.max_length (to at least {longest} to keep every example whole)")
+    return kept, stats
+
+
 def micro_batches(lengths: list[int], micro_batch_size: int, seed: int, epoch: int,
                   bucketing: bool = True) -> list[list[int]]:
     """Indices per micro-batch for one epoch: shuffled; with bucketing, similar lengths share a batch.

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from star.training.config import SFTConfig
-from star.training.data import IGNORE, collate, encode_all, load_conversations, micro_batches
+from star.training.data import IGNORE, collate, encode_all, fit_to_length, load_conversations, micro_batches
 
 
 def token_losses(model, batch):
@@ -66,7 +66,10 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
     tokenizer = load_tokenizer(model_dir)
     model = load_model(model_dir)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    examples = [e for e in encode_all(tokenizer, conversations, cfg.max_length, progress) if sum(e.loss_mask)]
+    examples, fit = fit_to_length(encode_all(tokenizer, conversations, None, progress), cfg.max_length)
+    if fit["dropped"] or fit["truncated"]:
+        print(f"sft: {fit['truncated']} of {len(conversations)} conversations truncated to max_length "
+              f"{cfg.max_length} (longest {fit['longest_tokens']} tokens), {fit['dropped']} dropped (no policy token left)")
     rng = random.Random(cfg.seed)
     order = list(range(len(examples)))
     rng.shuffle(order)
@@ -122,6 +125,7 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
     bar.close()
     eval_after = mean_loss(engine.module, held_out, cfg.micro_batch_size, pad_id) if held_out else None
     summary = {"conversations": len(conversations), "train": len(train), "held_out": len(held_out), "steps": step,
+               **fit,
                "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
                "eval_loss_before": eval_before, "eval_loss_after": eval_after,
                "train_time_s": time.perf_counter() - t_start, "profile": read_profile(model_dir),

@@ -24,9 +24,9 @@ def test_default_holds_the_papers_rl_and_sft_defaults():
 
 def test_profile_overrides_only_what_it_names():
     base, smoke = resolve(), resolve("smoke")
-    assert smoke["rl"].num_generations == 4 and smoke["model"].profile == "smoke"
+    assert smoke["rl"].batch_queries == 2 and smoke["model"].profile == "smoke"
     assert smoke["rl"].epsilon_high == base["rl"].epsilon_high  # untouched by the profile
-    assert smoke.sources["rl.num_generations"].endswith("profiles/smoke.yaml")
+    assert smoke.sources["rl.batch_queries"].endswith("profiles/smoke.yaml")
     assert smoke.sources["rl.epsilon_high"].endswith("default.yaml")
 
 
@@ -167,3 +167,53 @@ def test_digest_is_a_content_address_of_the_chosen_keys():
     assert a.digest(["synthesis", "split"]) == b.digest(["synthesis", "split"])
     assert a.digest(["rl"]) != b.digest(["rl"])
     assert set(profiles()) >= {"smoke", "cpu", "paper-1.5b", "paper-3b", "paper-7b"}
+
+
+@pytest.mark.parametrize("profile", profiles())
+def test_params_survive_dvcs_own_yaml_writer(tmp_path, profile):
+    """`dvc exp run -S` rewrites params.yaml with DVC's writer (quotes and explicit nulls go): every
+    profile must read back as the same values, plus the one that was set."""
+    from dvc.utils.hydra import apply_overrides
+
+    from star.config import load_yaml, write_yaml
+
+    path = write_yaml(tmp_path / "params.yaml", resolve(profile).to_params())
+    apply_overrides(str(path), ["rl.learning_rate=0.0002"])
+    assert load_yaml(path) == resolve(profile, overrides={"rl.learning_rate": 0.0002}).to_params()
+
+
+def test_every_ablation_variant_survives_dvcs_yaml_writer(tmp_path):
+    from dvc.utils.hydra import apply_overrides
+
+    from star.config import ablations, load_ablation, load_yaml, write_yaml
+
+    for name in ablations():
+        for v in load_ablation(name).variants():
+            path = write_yaml(tmp_path / "params.yaml", resolve("smoke", name, v.name).to_params())
+            apply_overrides(str(path), ["eval.seed=1"])
+            assert load_yaml(path) == resolve("smoke", name, v.name, {"eval.seed": 1}).to_params(), (name, v.name)
+
+
+def test_a_ratio_that_yaml_turned_into_a_number_is_a_clear_error():
+    from star.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"(?s)synthesis.ratio.*base 60.*\[4, 3, 3\]"):
+        resolve("smoke", overrides={"synthesis.ratio": 14583})  # what YAML 1.1 makes of an unquoted 4:3:3
+    assert resolve("smoke", overrides={"split.ratio": [1, 0, 0]})["split"].ratio == "1:0:0"
+
+
+def test_a_wrong_type_in_params_yaml_stops_the_stage_with_the_key_named(tmp_path):
+    import subprocess
+    import sys
+
+    from star.config import write_yaml
+
+    values = resolve("smoke").to_params()
+    values["rl"]["learning_rate"] = "abc"
+    write_yaml(tmp_path / "params.yaml", values)
+    proc = subprocess.run([sys.executable, "-m", "star.tracking.stage_run", "grpo", "--params", "params.yaml",
+                           "--sections", "model,rl", "--", "star", "grpo", "--help"], cwd=tmp_path,
+                          capture_output=True, text=True, env={**__import__("os").environ,
+                                                               "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/m.db"})
+    assert proc.returncode == 2
+    assert "rl.learning_rate" in proc.stderr and "'abc'" in proc.stderr and "dvc checkout" in proc.stderr

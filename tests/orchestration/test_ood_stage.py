@@ -2,21 +2,18 @@
 on the smoke world and logs one MLflow stage run with the per-dataset metrics and the Table 2 file.
 
 evaluate_ood reads `models/rl/selected`; here a tiny saved policy stands in for GRPO's output so the
-branch runs without training (~35 s, four stage processes; test_smoke_pipeline.py runs it after a real
-grpo stage in CI).
+branch runs without training (four stages through `dvc repro --single-item`; test_smoke_pipeline.py
+runs it after a real grpo stage).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shlex
-import subprocess
 
 import pytest
 
 from star.config import PROJECT_DIR, resolve
-from star.tracking.stages import VariantRunner
+from star.tracking.stages import Workspace, head_commit
 
 TINY = {"qa.limit": 2, "qa.builtin.questions": 20, "qa.episode.max_new_tokens": 16}
 
@@ -29,19 +26,16 @@ def test_ood_stage_evaluates_the_selected_model_and_logs_the_table(tmp_path):
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     values = resolve("smoke", overrides=TINY).to_params()
-    runner = VariantRunner(values, tmp_path / "ws", tmp_path / "cache", env={"MLFLOW_TRACKING_URI": uri})
+    runner = Workspace(tmp_path / "ws", PROJECT_DIR, env={"MLFLOW_TRACKING_URI": uri})
+    runner.prepare(values, head_commit(PROJECT_DIR))
     for name in ("sandbox", "qa_data", "qa_index"):
-        assert not runner.run(name, log=lambda _: None).cached
-    ws = runner.workspace
+        runner.repro(name, log=lambda _: None)
+    ws = runner.path
     questions = (ws / "data/qa/world/world.jsonl").read_text().splitlines()
     assert len(questions) == 20 and (ws / "data/qa/index").is_dir()
 
     build_tiny_model(ws / "models/rl/selected", hidden=32, layers=1, vocab_size=512, seed=0)
-    stage = runner.stage("evaluate_ood")
-    env = {**os.environ, "MLFLOW_TRACKING_URI": uri,
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_DIR), os.environ.get("PYTHONPATH", "")]))}
-    proc = subprocess.run(shlex.split(stage.cmd), cwd=ws, env=env, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert runner.repro("evaluate_ood", log=lambda _: None).status == "ran"
 
     metrics = json.loads((ws / "metrics/ood/metrics.json").read_text())
     assert set(metrics) >= {"qa.world.em", "qa.average_em", "ood_average"}

@@ -1,0 +1,201 @@
+"""Walk the README's doors the way a user does, with real servers, and check what they leave behind.
+
+    .venv/bin/python scripts/walk_doors.py                 # every door (CI runs this)
+    .venv/bin/python scripts/walk_doors.py --only ablation # one door: repro | ablation | ui | exp
+
+1. `dvc repro` on the committed params.yaml (smoke): SFT took optimizer steps with a falling loss,
+   GRPO made at least one update from non-zero advantages; a second `dvc repro` is a no-op.
+2. `star serve`, then the README's `prefect deployment run star/ablation --param ablation=reward
+   --watch`; then through the Prefect and MLflow APIs: the flow run Completed, one FINISHED child
+   run per variant with evaluation metrics, the comparison report (tables and plots) on the parent;
+   `dvc exp show` lists every variant with metrics; the worker log shows upstream stages restored
+   from DVC's run-cache.
+3. The MLflow UI, in headless Chromium, renders the ablation's parent run and its report.
+4. `star serve --stop`.
+5. `dvc exp run -S rl.learning_rate=…`: params.yaml still resolves to the same values (plus the one
+   set); then params.yaml is restored.
+Exit status 0 only if every check passed; each failure names the door and what was wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+DOORS = ("repro", "ablation", "ui", "exp")
+PREFECT_PORT, MLFLOW_PORT = 4200, 5000
+API = f"http://127.0.0.1:{PREFECT_PORT}/api"
+MLFLOW = f"http://127.0.0.1:{MLFLOW_PORT}"
+
+
+class DoorFailed(AssertionError):
+    pass
+
+
+def check(cond: bool, door: str, what: str) -> None:
+    if not cond:
+        raise DoorFailed(f"[{door}] {what}")
+    print(f"  ok [{door}] {what}", flush=True)
+
+
+def sh(cmd: list[str], timeout: float, env: dict | None = None) -> subprocess.CompletedProcess:
+    print(f"$ {' '.join(cmd)}", flush=True)
+    start = time.time()
+    proc = subprocess.run(cmd, cwd=PROJECT, env={**os.environ, **(env or {})}, capture_output=True, text=True,
+                          timeout=timeout)
+    print(f"  ({time.time() - start:.0f}s, exit {proc.returncode})", flush=True)
+    return proc
+
+
+def jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def door_repro() -> None:
+    proc = sh([str(BIN / "dvc"), "repro"], timeout=3600)
+    check(proc.returncode == 0, "repro", "dvc repro finished" + ("" if proc.returncode == 0 else
+                                                                 f":\n{(proc.stdout + proc.stderr)[-3000:]}"))
+    sft = json.loads((PROJECT / "models/sft/sft_summary.json").read_text())
+    check(sft["steps"] > 0 and sft["train"] > 0, "repro",
+          f"SFT took {sft['steps']} optimizer steps on {sft['train']} teacher trajectories "
+          f"({sft.get('truncated', 0)} truncated, {sft.get('dropped', 0)} dropped)")
+    check(sft["last_loss"] < sft["first_loss"], "repro", f"SFT loss fell {sft['first_loss']:.3f} -> {sft['last_loss']:.3f}")
+    steps = jsonl(PROJECT / "models/rl/metrics.jsonl")
+    updated = [s for s in steps if s.get("optimizer_steps", 0) > 0]
+    check(bool(updated), "repro", f"GRPO updated the policy at {len(updated)} of {len(steps)} steps "
+          f"(rewards per step: {[round(s.get('reward_mean', 0), 3) for s in steps]})")
+    again = sh([str(BIN / "dvc"), "repro"], timeout=600)
+    check(again.returncode == 0 and "Data and pipelines are up to date" in again.stdout, "repro",
+          "a second dvc repro is a no-op")
+
+
+def _prefect_flow_run(run_id: str) -> dict:
+    import httpx
+
+    return httpx.get(f"{API}/flow_runs/{run_id}", timeout=30).json()
+
+
+def door_ablation(ablation: str) -> None:
+    env = {"PREFECT_API_URL": API}
+    served = sh([str(BIN / "star"), "serve"], timeout=600, env=env)
+    print(served.stdout[-2000:], served.stderr[-2000:])
+    check(served.returncode == 0, "ablation", "star serve started Prefect server, worker and MLflow UI")
+    proc = sh([str(BIN / "prefect"), "deployment", "run", "star/ablation", "--param", f"ablation={ablation}",
+               "--watch", "--watch-timeout", "3000"], timeout=3300, env=env)
+    out = proc.stdout + proc.stderr
+    m = re.search(r"UUID:\s*([0-9a-f-]{36})", out)
+    check(m is not None, "ablation", "the deployment run was submitted" + ("" if m else f":\n{out[-2000:]}"))
+    flow_run = _prefect_flow_run(m.group(1))
+    state = (flow_run.get("state") or {}).get("type")
+    log = (PROJECT / "runs/serve/prefect-worker.log").read_text(errors="replace")
+    check(state == "COMPLETED", "ablation", f"Prefect flow run {m.group(1)} is {state}"
+          + ("" if state == "COMPLETED" else f"; worker log tail:\n{log[-4000:]}"))
+
+    from mlflow import MlflowClient
+
+    from star.config import load_ablation, variant_slug
+
+    variants = [v.name for v in load_ablation(ablation).variants()]
+    client = MlflowClient(MLFLOW)
+    exp = client.get_experiment_by_name("star")
+    parents = client.search_runs([exp.experiment_id], f"tags.`star.kind` = 'ablation' and tags.`star.ablation` = '{ablation}'",
+                                 order_by=["attributes.start_time DESC"], max_results=1)
+    check(bool(parents), "ablation", "MLflow holds the ablation's parent run")
+    parent = parents[0]
+    check(parent.info.status == "FINISHED", "ablation", f"the parent run {parent.info.run_id} is {parent.info.status}")
+    children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
+    finished = {c.info.run_name: c for c in children if c.info.status == "FINISHED"}
+    check(sorted(finished) == sorted(variants), "ablation", f"one FINISHED child run per variant: {sorted(finished)}")
+    for name, run in finished.items():
+        keys = [k for k in run.data.metrics if k.startswith("eval.")]
+        check("eval.success_rate" in run.data.metrics and len(keys) >= 6, "ablation",
+              f"{name}: {len(keys)} evaluation metrics (success {run.data.metrics.get('eval.success_rate')}, "
+              f"cs micro {run.data.metrics.get('eval.commonsense_micro')})")
+    artifacts = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
+    check({"report/report.md", "report/report.json"} <= artifacts and any(a.endswith(".png") for a in artifacts),
+          "ablation", f"the comparison report on the parent run: {sorted(artifacts)}")
+
+    shown = sh([str(BIN / "dvc"), "exp", "show", "--json"], timeout=600)
+    exps = {e["name"]: e for base in json.loads(shown.stdout) for e in (base.get("experiments") or [])}
+    names = [variant_slug(v) for v in variants]
+    check(set(names) <= set(exps), "ablation", f"dvc exp show lists every variant: {sorted(set(exps) & set(names))}")
+    for name in names:
+        metrics = exps[name]["revs"][0]["data"].get("metrics") or {}
+        check("metrics/eval/rl/metrics.json" in metrics, "ablation", f"dvc exp {name} carries its evaluation metrics")
+    restored = set(re.findall(r"\[([\w@]+)\] restored", log))
+    check({"sandbox", "teacher", "sft"} <= restored, "ablation",
+          f"upstream stages restored from DVC's run-cache, not recomputed: {sorted(restored)}")
+
+
+def door_ui(ablation: str) -> None:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(MLFLOW)
+    exp = client.get_experiment_by_name("star")
+    parent = client.search_runs([exp.experiment_id], f"tags.`star.ablation` = '{ablation}' and tags.`star.kind` = 'ablation'",
+                                order_by=["attributes.start_time DESC"], max_results=1)[0]
+    out = PROJECT / "runs/ci/mlflow_ui_parent.png"
+    proc = sh([sys.executable, str(PROJECT / "scripts/mlflow_ui_screenshot.py"), "--url", MLFLOW, "--run",
+               parent.info.run_id, "--expect", "report", "--out", str(out)], timeout=600)
+    print(proc.stdout[-1500:], proc.stderr[-1500:])
+    check(proc.returncode == 0, "ui", f"the MLflow UI renders the parent run with its report ({out})")
+
+
+def door_exp() -> None:
+    import yaml
+
+    from star.config import load_yaml, resolve
+
+    before = load_yaml(PROJECT / "params.yaml")
+    proc = sh([str(BIN / "dvc"), "exp", "run", "-S", "rl.learning_rate=0.0002"], timeout=1800)
+    try:
+        check(proc.returncode == 0, "exp", "dvc exp run -S rl.learning_rate=0.0002 finished"
+              + ("" if proc.returncode == 0 else f":\n{(proc.stdout + proc.stderr)[-3000:]}"))
+        after = load_yaml(PROJECT / "params.yaml")
+        want = resolve((before.get("run") or {}).get("profile"), overrides={"rl.learning_rate": 0.0002}).to_params()
+        check(after == want, "exp", "params.yaml after DVC rewrote it resolves to the same values plus the one set"
+              + ("" if after == want else f":\n{yaml.safe_dump(after)}"))
+    finally:
+        sh(["git", "checkout", "--", "params.yaml"], timeout=60)
+        sh([str(BIN / "dvc"), "checkout", "--force"], timeout=600)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", choices=DOORS, action="append", help="walk only these doors (repeatable)")
+    p.add_argument("--ablation", default="reward", help="the ablation the README's deployment command runs")
+    args = p.parse_args(argv)
+    doors = args.only or list(DOORS)
+    os.environ.update({"DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                       "MLFLOW_DISABLE_TELEMETRY": "true", "GX_ANALYTICS_ENABLED": "false"})
+    start = time.time()
+    try:
+        if "repro" in doors:
+            door_repro()
+        try:
+            if "ablation" in doors:
+                door_ablation(args.ablation)
+            if "ui" in doors:
+                door_ui(args.ablation)
+        finally:
+            if "ablation" in doors:
+                sh([str(BIN / "star"), "serve", "--stop"], timeout=120)
+        if "exp" in doors:
+            door_exp()
+    except (DoorFailed, subprocess.TimeoutExpired) as exc:
+        print(f"FAILED {exc}", file=sys.stderr)
+        return 1
+    print(f"every door walked in {time.time() - start:.0f}s: {', '.join(doors)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
