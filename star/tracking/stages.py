@@ -66,7 +66,10 @@ def _read_index(repo_dir: str, stamp: tuple):
     from dvc.repo import Repo
 
     with Repo(repo_dir) as repo:
-        return list(repo.index.stages), repo.index.graph
+        graph = repo.index.graph
+        # The pipeline is the root dvc.yaml; a dvc.yaml in a subdirectory is addressed as "dir/dvc.yaml:name".
+        stages = [s for s in repo.index.stages if ":" not in s.addressing]
+        return stages, graph.subgraph(stages).copy()
 
 
 def stage_order(repo_dir: Path = PROJECT_DIR) -> list[str]:
