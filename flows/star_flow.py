@@ -68,7 +68,8 @@ def run_one(profile: str | None, ablation: str | None, variant: str | None, over
     from tasks.stages import retries, task_for
 
     logger = get_run_logger()
-    cfg = resolve(profile, ablation, variant, overrides)
+    cfg = resolve(profile, ablation, variant, overrides)  # `ablation` may be a name or a file's path
+    ablation = cfg.ablation
     tracker = ml.Tracker(cfg["tracking"])
     kind = "variant" if parent_run_id else "pipeline"
     run_id = tracker.start_run(cfg.variant or f"pipeline ({profile or 'default'})", kind, parent_id=parent_run_id,
@@ -163,7 +164,7 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
     status = "FAILED"
     try:
         futures = [variant_task.with_options(task_run_name=f"variant[{v.name}]").submit(
-            profile, abl.name, v.name, overrides, stages, parent, gate, commit) for v in variants]
+            profile, ablation, v.name, overrides, stages, parent, gate, commit) for v in variants]
         outcomes, failed = [], {}
         for v, fut in zip(variants, futures):
             try:

@@ -67,8 +67,9 @@ def _read_index(repo_dir: str, stamp: tuple):
 
     with Repo(repo_dir) as repo:
         graph = repo.index.graph
-        # The pipeline is the root dvc.yaml; a dvc.yaml in a subdirectory is addressed as "dir/dvc.yaml:name".
-        stages = [s for s in repo.index.stages if ":" not in s.addressing]
+        # The pipeline is the root dvc.yaml (a dvc.yaml in a subdirectory is another pipeline).
+        root = os.path.join(repo.root_dir, "dvc.yaml")
+        stages = [s for s in repo.index.stages if s.path == root]
         return stages, graph.subgraph(stages).copy()
 
 
@@ -80,13 +81,13 @@ def stage_order(repo_dir: Path = PROJECT_DIR) -> list[str]:
     position = {s: i for i, s in enumerate(stages)}
     # DVC's graph points from a stage to the stages it depends on: reverse it to run upstream first.
     order = nx.lexicographical_topological_sort(graph.reverse(copy=True), key=lambda s: position.get(s, 0))
-    return [s.addressing for s in order if s in position]
+    return [s.name for s in order if s in position]
 
 
 def stage_meta(repo_dir: Path = PROJECT_DIR) -> dict[str, dict]:
     """Each stage's `meta:` block from dvc.yaml (e.g. `meta: {retries: 0}` for training stages)."""
     stages, _ = _index(Path(repo_dir))
-    return {s.addressing: dict(s.meta or {}) for s in stages}
+    return {s.name: dict(s.meta or {}) for s in stages}
 
 
 def needed_stages(repo_dir: Path, wanted: list[str] | None) -> list[str]:
@@ -97,7 +98,7 @@ def needed_stages(repo_dir: Path, wanted: list[str] | None) -> list[str]:
     order = stage_order(repo_dir)
     if wanted is None:
         return order
-    by_name = {s.addressing: s for s in stages}
+    by_name = {s.name: s for s in stages}
     unknown = [w for w in wanted if not any(n == w or n.split("@")[0] == w for n in by_name)]
     if unknown:
         raise StageError(f"unknown stages {unknown}; dvc.yaml has {', '.join(order)}")
@@ -105,7 +106,7 @@ def needed_stages(repo_dir: Path, wanted: list[str] | None) -> list[str]:
     for name, stage in by_name.items():
         if name in wanted or name.split("@")[0] in wanted:
             need.add(name)
-            need |= {s.addressing for s in nx.descendants(graph, stage)}
+            need |= {s.name for s in nx.descendants(graph, stage)}
     return [n for n in order if n in need]
 
 
