@@ -295,6 +295,9 @@ def build_report(variants: list[VariantResult], ablation: str = "ablation", desc
                if len(per_variant[n][metric_names[0]]) != len(ids)}
     if dropped:
         notes.append(f"compared on the {len(ids)} queries every variant evaluated (dropped per variant: {dropped})")
+    if "hard_micro" in metric_names:
+        notes.append("hard micro: the mean over queries of each query's fraction of hard constraints passed (the "
+                     "unit the tests resample); eval-agent's metrics.json pools passes over all constraints instead")
     if "mean_reward" in metric_names:
         trained = sorted({v.reward for v in variants if v.reward})
         notes.append(f"mean reward: every variant's trajectories scored with the `{reward}` reward"

@@ -287,3 +287,43 @@ def test_log_report_puts_every_headline_metric_on_the_parent_run(tmp_path):
     assert logged["variants_failed"] == 1.0
     arts = {f.path for f in tracker.client.list_artifacts(parent, "report")}
     assert {"report/report.md", "report/report.json", "report/metrics_by_variant.png"} <= arts
+
+
+def test_report_reproduces_eval_agents_table_on_real_episodes(generated_db, tmp_path):
+    """Episodes of the built-in teacher on certified queries, written as eval-agent writes them: the
+    report's per-query means give eval-agent's pooled rates and mean reward (hard micro aside: the
+    evaluator pools it over constraints, the report averages each query's fraction)."""
+    from star.agent.config import AgentConfig, EvalConfig
+    from star.agent.eval_agent import metrics, write_outputs
+    from star.agent.teacher import BuiltinTeacher
+    from star.synthesis.pipeline import synthesize
+
+    queries = synthesize(generated_db, 8, seed=7)
+    ids = [str(q.get("id", i)) for i, q in enumerate(queries)]
+    settings = {"full": AgentConfig(eval_mode="official"),
+                "hobbled": AgentConfig(eval_mode="official", tool_budget=6, failure_rate=0.3)}
+    dirs, tables = [], {}
+    for name, agent in settings.items():
+        teacher = BuiltinTeacher(generated_db, agent)
+        trajs = [teacher.run(q, qid, s, seed=100 * i + s) for i, (q, qid) in enumerate(zip(queries, ids))
+                 for s in range(2)]
+        tables[name] = metrics(trajs, [{**q, "id": qid} for q, qid in zip(queries, ids)], generated_db, "official")
+        root = tmp_path / name
+        write_outputs(root / "metrics/eval/rl", trajs, tables[name], EvalConfig(samples=2))
+        (root / "params.yaml").write_text(f"run: {{variant: '{name}'}}\nrl: {{reward: macro}}\n")
+        dirs.append(root)
+    vs = [load_variant_dir(d, levels={}) for d in dirs]
+    rep = build_report(vs, "teacher", "", None, FAST)
+    assert rep.n_queries == 8 and rep.metrics == list(HEADLINE) and rep.reward == "macro"
+    pooled = {"delivery": "delivery_rate", "cs_micro": "commonsense_micro", "cs_macro": "commonsense_macro",
+              "hard_macro": "hard_macro", "success": "success_rate"}
+    for row in rep.rows:
+        table = tables[row["variant"]]
+        for m, key in pooled.items():
+            assert row[m] == pytest.approx(table[key]), m
+        assert row["mean_reward"] == pytest.approx(table["mean_reward"]["macro"])
+        assert 0.0 <= row["hard_micro"] <= 1.0
+    rows = {r["variant"]: r for r in rep.rows}
+    # six calls are too few to find a valid plan: the teacher answers anyway, and fails
+    assert rows["hobbled"]["success"] == 0.0 < rows["full"]["success"]
+    assert {t["metric"] for t in rep.tests} == set(HEADLINE)
