@@ -327,3 +327,25 @@ def test_report_reproduces_eval_agents_table_on_real_episodes(generated_db, tmp_
     # six calls are too few to find a valid plan: the teacher answers anyway, and fails
     assert rows["hobbled"]["success"] == 0.0 < rows["full"]["success"]
     assert {t["metric"] for t in rep.tests} == set(HEADLINE)
+
+
+def test_star_report_cli_names_the_variants_of_an_ablation_that_did_not_finish(tmp_path, capsys):
+    from star.cli import main
+
+    base = tmp_path / "runs/smoke/reward"
+    for slug, solved in (("reward-sum", 1), ("reward-macro", 3)):
+        (base / slug / "metrics/eval/rl").mkdir(parents=True)
+        lines = [json.dumps({"query_id": f"q{i}", "finish_reason": "answer", "scores": _scores(i < solved)})
+                 for i in range(6)]
+        (base / slug / "metrics/eval/rl/trajectories.jsonl").write_text("\n".join(lines) + "\n")
+    (base / "reward-success/metrics/eval/rl").mkdir(parents=True)
+    (base / "reward-success/metrics/eval/rl/trajectories.jsonl").write_text("{broken\n")
+    # reward=curriculum never got as far as a directory
+    assert main(["report", "--ablation", "reward", "--runs-dir", str(tmp_path / "runs"), "--bootstrap", "200"]) == 0
+    captured = capsys.readouterr()
+    assert "not compared (no readable final evaluation): reward=success, reward=curriculum" in captured.err
+    data = json.loads((base / "report/report.json").read_text())
+    assert [r["variant"] for r in data["rows"]] == ["reward=sum", "reward=macro"]
+    assert set(data["failed"]) == {"reward=success", "reward=curriculum"}
+    assert "trajectories.jsonl:1" in data["failed"]["reward=success"]
+    assert "| reward=curriculum | " in captured.out and "## Failed variants" in captured.out
