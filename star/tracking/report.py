@@ -287,12 +287,13 @@ def build_report(variants: list[VariantResult], ablation: str = "ablation", desc
                          f"scores {', '.join(HEADLINE[m].needs)}), so it is not compared")
     if not metric_names:
         raise ReportError("no headline metric has per-query values for every variant (no evaluation trajectories)")
-    ids, _ = stats.align({n: per_variant[n][metric_names[0]] for n in names})
+    # the queries with a value of every metric in every variant: one pairing for all the tests
+    ids = sorted(set.intersection(*(set(per_variant[n][m]) for n in names for m in metric_names)))
     if not ids:
         raise ReportError("the variants share no evaluated query: the paired comparison needs the same queries")
     aligned = {m: {n: np.array([per_variant[n][m][q] for q in ids], dtype=float) for n in names} for m in metric_names}
-    dropped = {n: len(per_variant[n][metric_names[0]]) - len(ids) for n in names
-               if len(per_variant[n][metric_names[0]]) != len(ids)}
+    evaluated = {n: set().union(*(per_variant[n][m] for m in metric_names)) for n in names}
+    dropped = {n: len(evaluated[n]) - len(ids) for n in names if len(evaluated[n]) != len(ids)}
     if dropped:
         notes.append(f"compared on the {len(ids)} queries every variant evaluated (dropped per variant: {dropped})")
     if "hard_micro" in metric_names:

@@ -349,3 +349,14 @@ def test_star_report_cli_names_the_variants_of_an_ablation_that_did_not_finish(t
     assert set(data["failed"]) == {"reward=success", "reward=curriculum"}
     assert "trajectories.jsonl:1" in data["failed"]["reward=success"]
     assert "| reward=curriculum | " in captured.out and "## Failed variants" in captured.out
+
+
+def test_variants_are_compared_on_their_shared_queries_and_metrics():
+    a, b = _zero_success_pair()
+    b.samples.pop("q0")                                               # b never evaluated q0
+    old = VariantResult("old", {"reward": "old"}, {f"q{i}": float(i % 2) for i in range(10)})  # success only
+    rep = build_report([a, b, old], config=FAST)
+    assert rep.n_queries == 9 and rep.metrics == ["success"]
+    assert any("dropped per variant: {'a': 1, 'old': 1}" in n for n in rep.notes)
+    assert any(n.startswith("cs micro: no per-query values for ['old']") for n in rep.notes)
+    assert {t["metric"] for t in rep.tests} == {"success"} and len(rep.tests) == 2
