@@ -38,23 +38,28 @@ def run(args: argparse.Namespace) -> int:
         runs = Path(args.runs_dir or cfg["flow"].runs_dir)
         runs = runs if runs.is_absolute() else PROJECT_DIR / runs
         abl = load_ablation(args.ablation) if args.ablation else None
+        failed: dict[str, str] = {}
         if args.variants:
             dirs = [Path(d) for d in args.variants]
             results = [load_variant_dir(d) for d in dirs]
         elif abl is not None:
             base = runs / args.profile / abl.name
-            dirs = [base / variant_slug(v.name) for v in abl.variants()]
-            present = [d for d in dirs if (d / "metrics/eval/rl/trajectories.jsonl").exists()]
-            missing = [d.name for d in dirs if d not in present]
-            if missing:
-                print(f"warning: no final evaluation yet for {missing}; comparing the others", file=sys.stderr)
-            results = [load_variant_dir(d, v.name, v.levels) for d, v in zip(dirs, abl.variants()) if d in present]
+            results = []
+            # a variant without a readable final evaluation is named in the report, not a reason to skip it
+            for v in abl.variants():
+                try:
+                    results.append(load_variant_dir(base / variant_slug(v.name), v.name, v.levels))
+                except ReportError as exc:
+                    failed[v.name] = str(exc)
+            if failed:
+                print(f"warning: not compared (no readable final evaluation): {', '.join(failed)}", file=sys.stderr)
         else:
             print("error: give --ablation NAME or --variants DIR …", file=sys.stderr)
             return 2
         name = abl.name if abl else "comparison"
         report = build_report(results, name, abl.description if abl else "", abl.paper_table if abl else None,
-                              cfg["report"], eval_set=str(cfg["eval"].split), evaluator_mode=str(cfg["eval"].mode))
+                              cfg["report"], eval_set=str(cfg["eval"].split), evaluator_mode=str(cfg["eval"].mode),
+                              failed=failed)
         out = Path(args.out) if args.out else runs / args.profile / name / "report"
         files = write_report(report, results, out)
     except (ConfigError, ReportError, OSError) as exc:

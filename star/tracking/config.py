@@ -38,7 +38,7 @@ class ReportConfig(BaseModel):
     model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
 
     bootstrap: int = Field(2000, ge=100)
-    """Bootstrap resamples for the confidence intervals of success rates."""
+    """Bootstrap resamples for the confidence intervals of the headline metrics."""
     confidence: float = Field(0.95, gt=0.5, lt=1.0)
     """Coverage of the confidence intervals."""
     permutations: int = Field(10000, ge=100)
@@ -47,3 +47,5 @@ class ReportConfig(BaseModel):
     """Seed of the resampling (the same inputs give the same report)."""
     baseline: str | None = None
     """Variant the paired tests compare against; None = the first variant of the ablation."""
+    reward: str | None = None
+    """Registered reward that scores every variant's trajectories for the mean-reward metric; None = the baseline's training reward (a curriculum's final stage)."""

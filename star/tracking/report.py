@@ -1,10 +1,13 @@
 """The comparison report of an ablation: paper-shaped tables, confidence intervals, paired tests,
 factorial effects and plots.
 
-Inputs are per-variant results (`VariantResult`): the per-query success outcomes on one shared
+Inputs are per-variant results (`VariantResult`): each evaluation trajectory's scores on one shared
 evaluation set (the pairing that makes the tests sensitive), the aggregate metric table, and the
-training curves. `load_variant_dir` reads them from a variant's run directory; `build_report`
-computes everything; `write_report` writes report.md / report.json / PNG plots atomically.
+training curves. Every headline metric (`HEADLINE`: delivery, commonsense and hard micro/macro,
+success, mean reward) is a per-query mean over that query's samples, so each gets a bootstrap
+interval per variant and a paired test against the baseline. `load_variant_dir` reads a variant's
+run directory; `build_report` computes everything (naming the variants that failed);
+`write_report` writes report.md / report.json / PNG plots atomically.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +33,37 @@ SHORT = {"success_rate": "success", "commonsense_micro": "cs micro", "commonsens
          "hard_micro": "hard micro", "hard_macro": "hard macro", "delivery_rate": "delivery"}
 # Training-curve panels (paper Figures 7-10): the first step-metric key containing each word.
 CURVE_PANELS = ("reward", "success", "entropy")
+_PLAN_SCORES = ("cs_micro", "cs_macro", "hard_micro", "hard_macro", "success")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A headline metric: one value per evaluation trajectory, averaged per query, then over queries."""
+
+    label: str                                   # column title
+    value: Callable[[dict, str, str], float]     # (scores, finish_reason, reward name) -> the trajectory's value
+    needs: tuple[str, ...]                       # score keys every trajectory must carry for the metric
+    aggregate: str | None = None                 # its key in eval-agent's metrics.json, if any
+    percent: bool = True                         # a rate in [0, 1], shown in %; else shown as is
+
+
+def _reward_value(scores: dict, finish_reason: str, reward: str) -> float:
+    from star.training.rewards import compute_reward
+
+    return compute_reward(reward, scores, finish_reason)
+
+
+# The headline metrics in the order the tables show them. One more per-query metric (say a loophole
+# gap) is one more line here: the intervals, tests, tables, plot panels and MLflow metrics follow.
+HEADLINE: dict[str, Metric] = {
+    "delivery": Metric("delivery", lambda s, f, r: float(bool(s["delivered"])), ("delivered",), "delivery_rate"),
+    "cs_micro": Metric("cs micro", lambda s, f, r: float(s["cs_micro"]), ("cs_micro",), "commonsense_micro"),
+    "cs_macro": Metric("cs macro", lambda s, f, r: float(s["cs_macro"]), ("cs_macro",), "commonsense_macro"),
+    "hard_micro": Metric("hard micro", lambda s, f, r: float(s["hard_micro"]), ("hard_micro",), "hard_micro"),
+    "hard_macro": Metric("hard macro", lambda s, f, r: float(s["hard_macro"]), ("hard_macro",), "hard_macro"),
+    "success": Metric("success", lambda s, f, r: float(bool(s["success"])), ("success",), "success_rate"),
+    "mean_reward": Metric("mean reward", _reward_value, _PLAN_SCORES, None, percent=False),
+}
 
 
 @dataclass
@@ -40,6 +75,8 @@ class VariantResult:
     curves: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  # step metrics
     setting: dict[str, object] = field(default_factory=dict)    # paper-comparable setting
     baselines: dict[str, dict[str, Any]] = field(default_factory=dict)  # e.g. {"base": {...}, "sft": {...}}
+    samples: dict[str, list[tuple[dict, str]]] = field(default_factory=dict)  # query id -> [(scores, finish_reason)]
+    reward: str | None = None                     # the reward the variant trained with (params rl.reward)
 
 
 @dataclass
@@ -56,6 +93,10 @@ class Report:
     effects: list[dict[str, Any]]
     paper_rows: list[dict[str, Any]]
     notes: list[str]
+    confidence: float = 0.95                              # coverage of every interval
+    metrics: list[str] = field(default_factory=list)      # HEADLINE keys with per-query values in this report
+    reward: str | None = None                             # the reward that scored the `mean_reward` metric
+    failed: dict[str, str] = field(default_factory=dict)  # variant -> its error (stage and exception)
 
 
 class ReportError(ValueError):
@@ -75,6 +116,31 @@ def outcomes_from_trajectories(trajectories: list[dict]) -> dict[str, float]:
         success = scores.get("success", t.get("success"))
         per.setdefault(str(qid), []).append(float(bool(success)))
     return {q: float(np.mean(v)) for q, v in per.items()}
+
+
+def samples_from_trajectories(trajectories: list[dict]) -> dict[str, list[tuple[dict, str]]]:
+    """Per query, each trajectory's (scores, finish_reason), the evaluator's per-check detail left out."""
+    per: dict[str, list[tuple[dict, str]]] = {}
+    for t in trajectories:
+        qid = t.get("query_id")
+        if qid is None:
+            continue
+        scores = {k: v for k, v in (t.get("scores") or {}).items() if k != "checks"}
+        per.setdefault(str(qid), []).append((scores, str(t.get("finish_reason", ""))))
+    return per
+
+
+def per_query_metrics(samples: dict[str, list[tuple[dict, str]]], reward: str = "sum",
+                      names: list[str] | None = None) -> dict[str, dict[str, float]]:
+    """metric -> query id -> the mean of the metric over that query's samples, for each HEADLINE
+    metric (or those in `names`) whose score keys every sample carries."""
+    out: dict[str, dict[str, float]] = {}
+    for name in names or list(HEADLINE):
+        m = HEADLINE[name]
+        if not samples or not all(k in s for runs in samples.values() for s, _ in runs for k in m.needs):
+            continue
+        out[name] = {q: float(np.mean([m.value(s, f, reward) for s, f in runs])) for q, runs in samples.items()}
+    return out
 
 
 def curves_from_steps(records: list[dict], step_key: str = "step") -> dict[str, list[tuple[int, float]]]:
@@ -134,9 +200,10 @@ def load_variant_dir(path: str | Path, name: str | None = None, levels: dict[str
     if traj is None:
         raise ReportError(f"{root}: no metrics/eval/rl/trajectories.jsonl (the final evaluation did not run)")
     try:
-        outcomes = outcomes_from_trajectories(read_jsonl(traj))
+        records = read_jsonl(traj)
     except ValueError as exc:
         raise ReportError(str(exc)) from None
+    outcomes, samples = outcomes_from_trajectories(records), samples_from_trajectories(records)
     metrics_path = _find(root, "metrics/eval/rl/metrics.json")
     metrics = _read_json(metrics_path) if metrics_path else {}
     metrics = metrics.get("metrics", metrics)
@@ -148,8 +215,9 @@ def load_variant_dir(path: str | Path, name: str | None = None, levels: dict[str
         if p:
             data = _read_json(p)
             baselines[stage] = data.get("metrics", data)
+    reward = (values.get("rl") or {}).get("reward")
     return VariantResult(name, dict(levels), outcomes, metrics, curves, paper.setting_of(values) if values else {},
-                         baselines)
+                         baselines, samples, str(reward) if reward else None)
 
 
 # -------------------------------------------------------------------------------------- build
@@ -158,71 +226,132 @@ def _pct(x: float | None) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}"
 
 
+def _scoring_reward(cfg: ReportConfig, variants: list[VariantResult], baseline: str) -> str:
+    """The one reward every variant's trajectories are scored with (so the mean rewards compare):
+    the configured one, else the baseline's training reward (a curriculum's final stage), else sum."""
+    from star.training.rewards import DEFAULT_CURRICULUM, REWARDS, SCHEDULED
+
+    name = cfg.reward or next((v.reward for v in variants if v.name == baseline), None) or "sum"
+    if name in SCHEDULED:
+        name = DEFAULT_CURRICULUM[-1][1]
+    if name not in REWARDS:
+        raise ReportError(f"report reward {name!r} is not a registered reward ({', '.join(sorted(REWARDS))})")
+    return name
+
+
+def _variant_values(v: VariantResult, reward: str) -> dict[str, dict[str, float]]:
+    """metric -> query id -> value: every HEADLINE metric the samples carry; success from `outcomes`
+    when the samples do not carry it (a caller that knows only success, an older trajectory format)."""
+    values = per_query_metrics(v.samples, reward) if v.samples else {}
+    if v.outcomes and "success" not in values:
+        values["success"] = dict(v.outcomes)
+    return values
+
+
 def build_report(variants: list[VariantResult], ablation: str = "ablation", description: str = "",
                  paper_table: str | None = None, config: ReportConfig | None = None,
-                 eval_set: str = "validation", evaluator_mode: str = "official") -> Report:
+                 eval_set: str = "validation", evaluator_mode: str = "official",
+                 failed: dict[str, str] | None = None) -> Report:
+    """Intervals for every headline metric per variant, paired tests of each against the baseline
+    (Holm-adjusted over all of them), factorial effects on a full grid. `failed` (variant -> error)
+    are listed and left out of the comparison; with no finished variant the report names only them."""
     cfg = config or ReportConfig()
-    if not variants:
+    failed = {str(k): str(v) for k, v in (failed or {}).items()}
+    if not variants and not failed:
         raise ReportError("no variants to compare")
     names = [v.name for v in variants]
     if len(set(names)) != len(names):
         raise ReportError(f"variant names repeat: {names}")
-    ids, aligned = stats.align({v.name: v.outcomes for v in variants})
+    if set(names) & set(failed):
+        raise ReportError(f"variants both finished and failed: {sorted(set(names) & set(failed))}")
+    paper_rows = [{"table": r.table, **r.setting, **r.metrics, **r.extra} for r in paper.ROWS
+                  if paper_table is not None and r.table == paper_table]
+    axes = list(dict.fromkeys(a for v in variants for a in v.levels))
+    if not variants:
+        notes = [f"no variant finished ({len(failed)} failed): nothing to compare"]
+        return Report(ablation, description, paper_table, axes, eval_set, evaluator_mode, 0, [], [], [], paper_rows,
+                      notes, cfg.confidence, [], None, failed)
+    baseline = cfg.baseline or variants[0].name
+    if baseline not in names:
+        where = " (it failed)" if baseline in failed else ""
+        raise ReportError(f"baseline {baseline!r} is not a finished variant{where} ({', '.join(names)})")
+    reward = _scoring_reward(cfg, variants, baseline)
+    per_variant = {v.name: _variant_values(v, reward) for v in variants}
+    # the metrics every variant has per-query values for, in HEADLINE order
+    metric_names = [m for m in HEADLINE if all(m in per_variant[n] for n in names)]
+    notes = []
+    for m in HEADLINE:
+        lacking = [n for n in names if m not in per_variant[n]]
+        if lacking and len(lacking) < len(names):
+            notes.append(f"{HEADLINE[m].label}: no per-query values for {lacking} (their trajectories lack "
+                         f"scores {', '.join(HEADLINE[m].needs)}), so it is not compared")
+    if not metric_names:
+        raise ReportError("no headline metric has per-query values for every variant (no evaluation trajectories)")
+    # the queries with a value of every metric in every variant: one pairing for all the tests
+    ids = sorted(set.intersection(*(set(per_variant[n][m]) for n in names for m in metric_names)))
     if not ids:
         raise ReportError("the variants share no evaluated query: the paired comparison needs the same queries")
-    notes = []
-    dropped = {v.name: len(v.outcomes) - len(ids) for v in variants if len(v.outcomes) != len(ids)}
+    aligned = {m: {n: np.array([per_variant[n][m][q] for q in ids], dtype=float) for n in names} for m in metric_names}
+    evaluated = {n: set().union(*(per_variant[n][m] for m in metric_names)) for n in names}
+    dropped = {n: len(evaluated[n]) - len(ids) for n in names if len(evaluated[n]) != len(ids)}
     if dropped:
         notes.append(f"compared on the {len(ids)} queries every variant evaluated (dropped per variant: {dropped})")
-    axes = list(dict.fromkeys(a for v in variants for a in v.levels))
+    if "hard_micro" in metric_names:
+        notes.append("hard micro: the mean over queries of each query's fraction of hard constraints passed (the "
+                     "unit the tests resample); eval-agent's metrics.json pools passes over all constraints instead")
+    if "mean_reward" in metric_names:
+        trained = sorted({v.reward for v in variants if v.reward})
+        notes.append(f"mean reward: every variant's trajectories scored with the `{reward}` reward"
+                     + (f" (trained with: {', '.join(trained)})" if trained else ""))
 
     rows = []
     for i, v in enumerate(variants):
-        ci = stats.bootstrap_ci(aligned[v.name], cfg.bootstrap, cfg.confidence, cfg.seed + i)
-        row: dict[str, Any] = {"variant": v.name, **{a: v.levels.get(a, "") for a in axes}, "n": len(ids),
-                               "success": ci.estimate, "success_low": ci.low, "success_high": ci.high}
-        for key in AGGREGATE_KEYS[1:]:
-            if key in v.metrics:
-                row[SHORT[key]] = v.metrics[key]
+        row: dict[str, Any] = {"variant": v.name, **{a: v.levels.get(a, "") for a in axes}, "n": len(ids)}
+        for m in HEADLINE:
+            if m in metric_names:
+                # one seed per variant: every metric's interval comes from the same query resamples
+                ci = stats.bootstrap_ci(aligned[m][v.name], cfg.bootstrap, cfg.confidence, cfg.seed + i)
+                row.update({m: ci.estimate, f"{m}_low": ci.low, f"{m}_high": ci.high})
+            elif HEADLINE[m].aggregate in v.metrics:  # only the aggregate is known: no interval
+                row[m] = v.metrics[HEADLINE[m].aggregate]
         row["paper_success"] = paper.paper_success(v.setting, paper_table) if v.setting else None
         rows.append(row)
 
-    baseline = cfg.baseline or variants[0].name
-    if baseline not in aligned:
-        raise ReportError(f"baseline {baseline!r} is not a variant ({', '.join(names)})")
     tests = []
-    for v in variants:
-        if v.name == baseline:
-            continue
-        t = stats.paired_test(aligned[baseline], aligned[v.name], (baseline, v.name), cfg.bootstrap,
-                              cfg.confidence, cfg.permutations, cfg.seed)
-        tests.append(t)
-    adjusted = stats.holm([t.p_value for t in tests])
+    for m in metric_names:
+        for v in variants:
+            if v.name != baseline:
+                tests.append((m, stats.paired_test(aligned[m][baseline], aligned[m][v.name], (baseline, v.name),
+                                                   cfg.bootstrap, cfg.confidence, cfg.permutations, cfg.seed)))
+    adjusted = stats.holm([t.p_value for _, t in tests])
     test_rows = []
-    for t, p_adj in zip(tests, adjusted):
-        test_rows.append({"baseline": t.a, "variant": t.b, "n": t.n, "difference": t.difference.estimate,
+    for (m, t), p_adj in zip(tests, adjusted):
+        test_rows.append({"metric": m, "baseline": t.a, "variant": t.b, "n": t.n, "difference": t.difference.estimate,
                           "difference_low": t.difference.low, "difference_high": t.difference.high,
                           "p_value": t.p_value, "p_holm": p_adj, "method": t.method,
                           "baseline_only": t.a_only, "variant_only": t.b_only})
 
     effects = []
     if len(axes) > 1:
-        cells = {tuple(v.levels[a] for a in axes): aligned[v.name] for v in variants}
         try:
-            for e in stats.factorial_effects(cells, axes, n_perm=min(cfg.permutations, 2000), seed=cfg.seed):
-                effects.append(asdict(e))
-        except ValueError as exc:
+            for m in metric_names:
+                cells = {tuple(v.levels[a] for a in axes): aligned[m][v.name] for v in variants}
+                for e in stats.factorial_effects(cells, axes, n_perm=min(cfg.permutations, 2000), seed=cfg.seed):
+                    effects.append({"metric": m, **asdict(e)})
+        except (KeyError, ValueError) as exc:
             notes.append(f"factorial analysis skipped: {exc}")
+            effects = []
 
-    paper_rows = [{"table": r.table, **r.setting, **r.metrics, **r.extra} for r in paper.ROWS
-                  if paper_table is not None and r.table == paper_table]
     if paper_table is not None and not any(r["paper_success"] is not None for r in rows):
         notes.append("no variant's setting matches a paper row (paper rows are Qwen2.5 1.5B/3B/7B on the "
                      f"{paper.EVAL_SET}); they are listed for reference only")
     if paper_table == "env_failure":
         notes.append(f"paper: {paper.ENV_FAILURE_FINDING}")
+    if failed:
+        notes.append(f"{len(failed)} variant(s) failed and are not compared: {', '.join(failed)}")
     return Report(ablation, description, paper_table, axes, eval_set, evaluator_mode, len(ids), rows, test_rows,
-                  effects, paper_rows, notes)
+                  effects, paper_rows, notes, cfg.confidence, metric_names,
+                  reward if "mean_reward" in metric_names else None, failed)
 
 
 # ------------------------------------------------------------------------------------- render
@@ -255,46 +384,78 @@ def _table1(report: Report, variants: list[VariantResult]) -> str:
             ours.append(_pct(vals[0]) if vals else "—")
         else:
             r = by_reward.get(c)
-            ours.append(f"{_pct(r['success'])} [{_pct(r['success_low'])}, {_pct(r['success_high'])}]" if r else "—")
+            ours.append(_cell(r, "success") if r else "—")
     lines.append([f"ours ({scale})", *ours])
     return _md_table(["scale", "Base", "SFT", "Sum", "Macro", "Success", "Curriculum"], lines)
+
+
+def _fmt(metric: str, x: float | None) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    return _pct(x) if HEADLINE[metric].percent else f"{x:.3f}"
+
+
+def _cell(row: dict[str, Any], metric: str) -> str:
+    """'value [low, high]', or the bare value when only the aggregate is known."""
+    if metric not in row:
+        return "—"
+    if f"{metric}_low" not in row:
+        return _fmt(metric, row[metric])
+    return f"{_fmt(metric, row[metric])} [{_fmt(metric, row[metric + '_low'])}, {_fmt(metric, row[metric + '_high'])}]"
+
+
+def _diff(metric: str, x: float) -> str:
+    return f"{100 * x:+.1f}" if HEADLINE[metric].percent else f"{x:+.3f}"
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    """An error message fit for a table cell (the full text stays in report.json)."""
+    flat = " ".join(str(text).split()).replace("|", "\\|")
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
 def render_markdown(report: Report, variants: list[VariantResult] | None = None) -> str:
     out = [f"# Ablation `{report.ablation}`", ""]
     if report.description:
         out += [report.description, ""]
-    out += [f"Evaluation set: {report.eval_set} ({report.n_queries} queries, same queries for every variant); "
-            f"evaluator mode: `{report.evaluator_mode}`. Success in %, {int(ReportConfig().confidence * 100)}% "
-            "bootstrap intervals over queries.", ""]
-    header = ["variant", *report.axes, "success [CI]", "cs micro", "cs macro", "hard micro", "hard macro", "paper"]
-    rows = []
-    for r in report.rows:
-        rows.append([r["variant"], *[r.get(a, "") for a in report.axes],
-                     f"{_pct(r['success'])} [{_pct(r['success_low'])}, {_pct(r['success_high'])}]",
-                     *[_pct(r.get(k)) for k in ("cs micro", "cs macro", "hard micro", "hard macro")],
-                     "—" if r["paper_success"] is None else f"{r['paper_success']:.1f}"])
-    out += ["## Success by variant", "", _md_table(header, rows), ""]
+    shown = [m for m in HEADLINE if any(m in r for r in report.rows)]
+    if report.rows:
+        reward = f"; mean reward scored with the `{report.reward}` reward" if report.reward else ""
+        out += [f"Evaluation set: {report.eval_set} ({report.n_queries} queries, same queries for every variant); "
+                f"evaluator mode: `{report.evaluator_mode}`. Rates in %{reward}; each value is the mean over queries "
+                f"of the per-query mean over samples, with its {round(report.confidence * 100)}% bootstrap "
+                "interval over queries.", ""]
+        header = ["variant", *report.axes, *[f"{HEADLINE[m].label} [CI]" if m in report.metrics else HEADLINE[m].label
+                                             for m in shown], "paper success"]
+        rows = [[r["variant"], *[r.get(a, "") for a in report.axes], *[_cell(r, m) for m in shown],
+                 "—" if r["paper_success"] is None else f"{r['paper_success']:.1f}"] for r in report.rows]
+        out += ["## Headline metrics by variant", "", _md_table(header, rows), ""]
     if report.tests:
-        out += ["## Paired comparisons (same queries)", ""]
-        trows = [[t["variant"], t["baseline"],
-                  f"{100 * t['difference']:+.1f} [{100 * t['difference_low']:+.1f}, {100 * t['difference_high']:+.1f}]",
+        out += ["## Paired comparisons (same queries)", "",
+                f"Variant minus baseline per metric (rates in points), {round(report.confidence * 100)}% paired "
+                f"bootstrap interval; p-values Holm-adjusted over all {len(report.tests)} tests.", ""]
+        trows = [[HEADLINE[t["metric"]].label, t["variant"], t["baseline"],
+                  f"{_diff(t['metric'], t['difference'])} [{_diff(t['metric'], t['difference_low'])}, "
+                  f"{_diff(t['metric'], t['difference_high'])}]",
                   f"{t['baseline_only']}/{t['variant_only']}" if t["method"] == "exact McNemar" else "",
                   f"{t['p_value']:.3g}", f"{t['p_holm']:.3g}", t["method"]] for t in report.tests]
-        out += [_md_table(["variant", "vs", "Δ success (pts) [CI]", "discordant", "p", "p (Holm)", "test"], trows), ""]
+        out += [_md_table(["metric", "variant", "vs", "Δ [CI]", "discordant", "p", "p (Holm)", "test"], trows), ""]
     if report.effects:
-        out += ["## Factorial effects", "", "Effects are deviations of success (pts) from the grand mean "
-                "(main effects) or from the additive model (interactions).", ""]
-        erows = [[e["term"], ", ".join(f"{k}: {100 * v:+.1f}" for k, v in e["levels"].items()),
+        out += ["## Factorial effects", "", "Effects are deviations from the grand mean (main effects) or from the "
+                "additive model (interactions), rates in points.", ""]
+        erows = [[HEADLINE[e["metric"]].label, e["term"],
+                  ", ".join(f"{k}: {_diff(e['metric'], v)}" for k, v in e["levels"].items()),
                   f"{e['sum_of_squares']:.3g}", f"{e['p_value']:.3g}"] for e in report.effects]
-        out += [_md_table(["term", "effects", "SS", "p (permutation)"], erows), ""]
+        out += [_md_table(["metric", "term", "effects", "SS", "p (permutation)"], erows), ""]
+    if report.failed:
+        out += ["## Failed variants", "", "These variants did not finish; they are not in the comparison above.", "",
+                _md_table(["variant", "error"], [[n, _one_line(e)] for n, e in report.failed.items()]), ""]
     if report.paper_table:
         out += [f"## {paper.TABLE_TITLES.get(report.paper_table, 'Paper table ' + report.paper_table)}", "",
                 f"Paper numbers are on the {paper.EVAL_SET}.", ""]
         if report.paper_table == "1" and variants is not None:
             out += [_table1(report, variants), ""]
         elif report.paper_rows:
-            keys = [k for k in report.paper_rows[0] if k not in ("table", "stage")]
             keys = list(dict.fromkeys(k for r in report.paper_rows for k in r if k not in ("table", "stage")))
             prow = [[("—" if r.get(k) is None else r.get(k)) for k in keys] for r in report.paper_rows]
             out += [_md_table(keys, prow), ""]
@@ -303,26 +464,59 @@ def render_markdown(report: Report, variants: list[VariantResult] | None = None)
     return "\n".join(out)
 
 
+def _bars(ax, report: Report, metric: str) -> None:
+    scale = 100.0 if HEADLINE[metric].percent else 1.0
+    names = [r["variant"] for r in report.rows]
+    y = np.array([scale * r[metric] for r in report.rows])
+    lo = y - np.array([scale * r[f"{metric}_low"] for r in report.rows])
+    hi = np.array([scale * r[f"{metric}_high"] for r in report.rows]) - y
+    ax.bar(range(len(names)), y, yerr=[lo, hi], capsize=4, color="#4C78A8", label="ours")
+    ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(HEADLINE[metric].label + (" (%)" if HEADLINE[metric].percent else ""))
+    # from 0, and a visible scale when every bar is 0 (matplotlib would centre the axis on 0)
+    ax.set_ylim(0, max(ax.get_ylim()[1], 1.0 if HEADLINE[metric].percent else 0.1))
+
+
 def plot_success(report: Report, path: Path) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [r["variant"] for r in report.rows]
-    y = np.array([100 * r["success"] for r in report.rows])
-    lo = y - np.array([100 * r["success_low"] for r in report.rows])
-    hi = np.array([100 * r["success_high"] for r in report.rows]) - y
-    fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(names) + 1.5), 3.6))
-    ax.bar(range(len(names)), y, yerr=[lo, hi], capsize=4, color="#4C78A8", label="ours")
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(report.rows) + 1.5), 3.6))
+    _bars(ax, report, "success")
     paper_y = [r["paper_success"] for r in report.rows]
     if any(p is not None for p in paper_y):
         xs = [i for i, p in enumerate(paper_y) if p is not None]
         ax.scatter(xs, [paper_y[i] for i in xs], marker="D", color="#E45756", zorder=3, label="paper (test set)")
-    ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("success (%)")
     ax.set_title(f"{report.ablation}: success by variant ({report.n_queries} queries)")
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    _save_fig(fig, path)
+    plt.close(fig)
+    return path
+
+
+def plot_metrics(report: Report, path: Path) -> Path | None:
+    """One panel per headline metric with per-query values: a bar per variant with its interval."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not report.rows or not report.metrics:
+        return None
+    cols = min(4, len(report.metrics))
+    nrows = math.ceil(len(report.metrics) / cols)
+    width = max(3.2, 0.7 * len(report.rows) + 1.6)
+    fig, axes = plt.subplots(nrows, cols, figsize=(width * cols, 3.4 * nrows), squeeze=False)
+    for ax, metric in zip(axes.flat, report.metrics):
+        _bars(ax, report, metric)
+        ax.set_title(HEADLINE[metric].label)
+    for ax in list(axes.flat)[len(report.metrics):]:
+        ax.axis("off")
+    fig.suptitle(f"{report.ablation}: headline metrics by variant ({report.n_queries} queries, "
+                 f"{round(report.confidence * 100)}% intervals)")
     fig.tight_layout()
     _save_fig(fig, path)
     plt.close(fig)
@@ -427,12 +621,17 @@ def _save_fig(fig, path: Path) -> None:
 
 
 def write_report(report: Report, variants: list[VariantResult], out_dir: str | Path) -> dict[str, Path]:
+    """report.md and report.json always (a report of failures only too); the plots when a variant finished."""
     from star.tracking.mlflow_logging import atomic_write_text
 
     out = Path(out_dir)
     files = {"markdown": atomic_write_text(out / "report.md", render_markdown(report, variants)),
-             "json": atomic_write_text(out / "report.json", json.dumps(asdict(report), indent=1, default=str) + "\n"),
-             "success_plot": plot_success(report, out / "success_by_variant.png")}
+             "json": atomic_write_text(out / "report.json", json.dumps(asdict(report), indent=1, default=str) + "\n")}
+    if any("success_low" in r for r in report.rows):
+        files["success_plot"] = plot_success(report, out / "success_by_variant.png")
+    metrics_plot = plot_metrics(report, out / "metrics_by_variant.png")
+    if metrics_plot:
+        files["metrics_plot"] = metrics_plot
     curves = plot_curves(variants, out / "training_curves.png")
     if curves:
         files["curves_plot"] = curves
@@ -440,8 +639,17 @@ def write_report(report: Report, variants: list[VariantResult], out_dir: str | P
 
 
 def log_report(tracker, run_id: str, report: Report, files: dict[str, Path]) -> None:
-    """On the ablation's parent run: the table as metrics (success per variant) and every file as artifacts."""
+    """On the ablation's parent run: each variant's headline metrics (`success.<variant>`,
+    `cs_macro.<variant>`, …, and their interval ends), the failure count, and every file as artifacts."""
     for r in report.rows:
-        tracker.log_metrics(run_id, {f"success.{r['variant']}": r["success"]})
+        values = {}
+        for m in HEADLINE:
+            if isinstance(r.get(m), (int, float)):
+                values[f"{m}.{r['variant']}"] = r[m]
+                if f"{m}_low" in r:
+                    values[f"{m}_low.{r['variant']}"] = r[f"{m}_low"]
+                    values[f"{m}_high.{r['variant']}"] = r[f"{m}_high"]
+        tracker.log_metrics(run_id, values)
+    tracker.log_metrics(run_id, {"variants_failed": len(report.failed)})
     for path in files.values():
         tracker.log_artifact(run_id, path, "report")

@@ -1,4 +1,5 @@
-"""The comparison report on fixed inputs: paper numbers beside ours, paired tests, files and plots."""
+"""The comparison report on fixed inputs: every headline metric's intervals and paired tests, failed
+variants, paper numbers beside ours, files and plots."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import pytest
 
 from star.tracking import paper_results as paper
 from star.tracking.config import ReportConfig
-from star.tracking.report import (ReportError, VariantResult, build_report, load_variant_dir, outcomes_from_trajectories,
-                                  render_markdown, write_report)
+from star.tracking.report import (HEADLINE, ReportError, VariantResult, build_report, load_variant_dir, log_report,
+                                  outcomes_from_trajectories, per_query_metrics, render_markdown,
+                                  samples_from_trajectories, write_report)
 
 FAST = ReportConfig(bootstrap=200, permutations=200)
 
@@ -18,6 +20,12 @@ FAST = ReportConfig(bootstrap=200, permutations=200)
 def _setting(reward: str, scale: str = "3B") -> dict:
     return {"scale": scale, "stage": "rl", "reward": reward, "algorithm": "grpo", "data_size": 1000,
             "difficulty": "mixed"}
+
+
+def _scores(success: bool = False, delivered: bool = True, cs_micro: float = 0.0, hard_micro: float = 0.0) -> dict:
+    """An evaluation trajectory's scores as the environment records them (star.agent.env.score_plan)."""
+    return {"delivered": delivered, "cs_micro": cs_micro, "cs_macro": float(success), "hard_micro": hard_micro,
+            "hard_macro": float(success), "success": success, "mode": "official", "checks": {}}
 
 
 def _variants(scale: str = "3B") -> list[VariantResult]:
@@ -101,8 +109,9 @@ def test_inputs_that_cannot_be_compared_are_refused():
 def test_write_report_writes_markdown_json_and_plots(tmp_path):
     vs = _variants()
     files = write_report(build_report(vs, "reward", "", "1", FAST), vs, tmp_path / "rep")
-    assert set(files) == {"markdown", "json", "success_plot", "curves_plot"}
+    assert set(files) == {"markdown", "json", "success_plot", "metrics_plot", "curves_plot"}
     assert files["success_plot"].read_bytes()[:4] == b"\x89PNG"
+    assert files["metrics_plot"].read_bytes()[:4] == b"\x89PNG"
     assert json.loads(files["json"].read_text())["ablation"] == "reward"
     assert not [p for p in (tmp_path / "rep").iterdir() if p.name.startswith(".")]  # no temp files left
 
@@ -141,12 +150,213 @@ def test_star_report_cli_compares_variant_directories(tmp_path, capsys):
     for name, solved in (("reward-sum", 2), ("reward-macro", 6)):
         root = tmp_path / name
         (root / "metrics/eval/rl").mkdir(parents=True)
-        lines = [json.dumps({"query_id": f"q{i}", "scores": {"success": i < solved}}) for i in range(8)]
+        lines = [json.dumps({"query_id": f"q{i}", "finish_reason": "answer", "scores": _scores(i < solved)})
+                 for i in range(8)]
         (root / "metrics/eval/rl/trajectories.jsonl").write_text("\n".join(lines) + "\n")
         (root / "params.yaml").write_text(f"run: {{variant: 'reward={name.split('-')[1]}'}}\n")
         dirs.append(str(root))
     assert main(["report", "--variants", *dirs, "--out", str(tmp_path / "rep"), "--bootstrap", "200"]) == 0
     out = capsys.readouterr().out
-    assert "| reward=macro | macro | 75.0 [" in out and "exact McNemar" in out
+    # columns: delivery, cs micro, cs macro, hard micro, hard macro, success [CI], mean reward [CI]
+    assert "| reward=macro | macro | 100.0 [100.0, 100.0] | " in out and "exact McNemar" in out
+    assert "| success | reward=macro | reward=sum | +50.0 [" in out
+    assert (tmp_path / "rep/metrics_by_variant.png").is_file()
     assert (tmp_path / "rep/success_by_variant.png").is_file()
     assert main(["report", "--variants", str(tmp_path / "missing")]) == 2
+
+
+# ---------------------------------------------------------------------------- headline metrics
+
+def test_per_query_metrics_average_each_querys_samples():
+    trajs = [{"query_id": "q1", "finish_reason": "answer",
+              "scores": {**_scores(cs_micro=0.5, hard_micro=1.0), "hard_macro": 1.0}},
+             {"query_id": "q1", "finish_reason": "max_turns", "scores": _scores(delivered=False)},
+             {"query_id": "q2", "finish_reason": "answer", "scores": _scores(True, cs_micro=1.0, hard_micro=1.0)},
+             {"query_id": "q2", "finish_reason": "format_error", "scores": _scores(True, cs_micro=1.0, hard_micro=1.0)}]
+    samples = samples_from_trajectories(trajs)
+    assert all("checks" not in sc for runs in samples.values() for sc, _ in runs)
+    m = per_query_metrics(samples, "sum")
+    assert list(m) == list(HEADLINE)
+    assert m["delivery"] == {"q1": 0.5, "q2": 1.0}
+    assert m["cs_micro"] == {"q1": 0.25, "q2": 1.0} and m["cs_macro"] == {"q1": 0.0, "q2": 1.0}
+    assert m["hard_micro"] == {"q1": 0.5, "q2": 1.0} and m["hard_macro"] == {"q1": 0.5, "q2": 1.0}
+    assert m["success"] == {"q1": 0.0, "q2": 1.0}
+    # sum reward: q1 (0.5 + 0 + 1 + 1 + 0, then 0) / 2; q2 5 for the answer, 0 for the format error
+    assert m["mean_reward"] == {"q1": 1.25, "q2": 2.5}
+    assert per_query_metrics(samples, "macro")["mean_reward"] == {"q1": 0.5, "q2": 1.5}
+    # a metric whose score keys a trajectory lacks is left out, not read as 0
+    partial = per_query_metrics(samples_from_trajectories([{"query_id": "q", "scores": {"success": True}}]))
+    assert list(partial) == ["success"]
+
+
+def _zero_success_pair(n: int = 10) -> list[VariantResult]:
+    """Two variants that never succeed; b delivers every plan and passes some checks, a delivers none."""
+    a = {f"q{i}": [(_scores(delivered=False), "max_turns")] for i in range(n)}
+    b = {f"q{i}": [(_scores(cs_micro=0.5 if i < n // 2 else 0.25, hard_micro=0.25), "answer")] for i in range(n)}
+    return [VariantResult(name, {"reward": name}, {}, samples=s, reward="sum") for name, s in (("a", a), ("b", b))]
+
+
+def test_dense_metrics_separate_variants_whose_success_is_all_zero():
+    rep = build_report(_zero_success_pair(), "reward", "", None, FAST)
+    assert rep.metrics == list(HEADLINE) and rep.reward == "sum" and rep.n_queries == 10
+    rows = {r["variant"]: r for r in rep.rows}
+    assert (rows["a"]["success"], rows["a"]["success_low"], rows["a"]["success_high"]) == (0.0, 0.0, 0.0)
+    assert (rows["b"]["success"], rows["b"]["success_low"], rows["b"]["success_high"]) == (0.0, 0.0, 0.0)
+    assert (rows["b"]["delivery"], rows["b"]["delivery_low"], rows["b"]["delivery_high"]) == (1.0, 1.0, 1.0)
+    assert rows["b"]["cs_micro"] == pytest.approx(0.375)
+    assert 0.25 <= rows["b"]["cs_micro_low"] < 0.375 < rows["b"]["cs_micro_high"] <= 0.5
+    assert rows["b"]["mean_reward"] == pytest.approx(0.625)  # sum reward: cs_micro + hard_micro 0.25
+    tests = {t["metric"]: t for t in rep.tests}
+    assert set(tests) == set(HEADLINE) and all(t["baseline"] == "a" and t["variant"] == "b" for t in rep.tests)
+    # success never differs: McNemar with no discordant pair
+    assert tests["success"]["p_value"] == 1.0 and tests["success"]["difference"] == 0.0
+    # delivery is 0/1: exact McNemar, b delivers on all 10 queries a missed -> 2 / 2^10
+    assert tests["delivery"]["method"] == "exact McNemar" and tests["delivery"]["variant_only"] == 10
+    assert tests["delivery"]["p_value"] == pytest.approx(2 / 1024)
+    # the dense ones: 10 positive differences, exact sign flip -> only all + / all - reach the sum
+    for m in ("cs_micro", "hard_micro", "mean_reward"):
+        assert tests[m]["method"] == "paired sign-flip permutation"
+        assert tests[m]["p_value"] == pytest.approx(2 / 1024)
+    assert tests["cs_micro"]["difference"] == pytest.approx(0.375)
+    assert tests["hard_micro"]["difference_low"] == tests["hard_micro"]["difference_high"] == pytest.approx(0.25)
+    # Holm over all 7 tests: the four smallest share rank 1's factor 7; the rest stay at 1
+    for m in ("delivery", "cs_micro", "hard_micro", "mean_reward"):
+        assert tests[m]["p_holm"] == pytest.approx(7 * 2 / 1024)
+    assert tests["cs_macro"]["p_holm"] == tests["hard_macro"]["p_holm"] == 1.0
+    md = render_markdown(rep)
+    assert "| b | b | 100.0 [100.0, 100.0] | 37.5 [" in md
+    assert "| cs micro | b | a | +37.5 [" in md and "| mean reward | b | a | +0.625 [" in md
+    assert "mean reward scored with the `sum` reward" in md
+
+
+def test_mean_reward_uses_one_reward_for_every_variant():
+    vs = _zero_success_pair()
+    vs[1].reward = "success"  # trained differently: still scored with the baseline's reward
+    assert build_report(vs, config=FAST).reward == "sum"
+    rep = build_report(vs, config=FAST.model_copy(update={"reward": "macro"}))
+    assert rep.reward == "macro" and {r["variant"]: r["mean_reward"] for r in rep.rows} == {"a": 0.0, "b": 0.0}
+    vs[0].reward = "curriculum"  # its final stage
+    assert build_report(vs, config=FAST).reward == "success"
+    with pytest.raises(ReportError, match="not a registered reward"):
+        build_report(vs, config=FAST.model_copy(update={"reward": "nope"}))
+
+
+def test_failed_variants_are_named_and_the_rest_compared(tmp_path):
+    vs = _zero_success_pair()
+    err = "stage grpo: RuntimeError: CUDA out of memory | tried 2 GiB\n  (traceback)"
+    rep = build_report(vs, "reward", "", None, FAST, failed={"c": err})
+    assert rep.failed == {"c": err} and [r["variant"] for r in rep.rows] == ["a", "b"]
+    assert any("1 variant(s) failed" in n for n in rep.notes)
+    files = write_report(rep, vs, tmp_path / "rep")
+    md = files["markdown"].read_text()
+    assert "## Failed variants" in md and "| c | stage grpo: RuntimeError: CUDA out of memory \\| tried 2 GiB (traceback) |" in md
+    assert "## Headline metrics by variant" in md
+    assert json.loads(files["json"].read_text())["failed"] == {"c": err}
+    with pytest.raises(ReportError, match="it failed"):
+        build_report(vs, failed={"c": err}, config=FAST.model_copy(update={"baseline": "c"}))
+
+
+def test_a_report_of_failures_only_can_be_written(tmp_path):
+    rep = build_report([], "reward", "Reward design", "1", FAST, failed={"a": "stage sft: ValueError: x",
+                                                                          "b": "stage evaluate: OSError: y"})
+    assert rep.rows == [] and rep.tests == [] and rep.n_queries == 0 and rep.metrics == []
+    files = write_report(rep, [], tmp_path / "rep")
+    assert set(files) == {"markdown", "json"}
+    md = files["markdown"].read_text()
+    assert "| a | stage sft: ValueError: x |" in md and "| b | stage evaluate: OSError: y |" in md
+    assert "no variant finished (2 failed)" in md and "## Headline metrics" not in md
+    assert "| paper 3B |" in md  # the paper's table still shows
+    assert json.loads(files["json"].read_text())["failed"]["b"] == "stage evaluate: OSError: y"
+
+
+def test_log_report_puts_every_headline_metric_on_the_parent_run(tmp_path):
+    from star.tracking.config import TrackingConfig
+    from star.tracking.mlflow_logging import Tracker
+
+    tracker = Tracker(TrackingConfig(experiment="report-test"), project_dir=tmp_path,
+                      uri=f"sqlite:///{tmp_path}/mlflow.db")
+    parent = tracker.start_run("reward (test)", "ablation")
+    vs = _zero_success_pair()
+    rep = build_report(vs, "reward", "", None, FAST, failed={"c": "stage grpo: boom"})
+    log_report(tracker, parent, rep, write_report(rep, vs, tmp_path / "rep"))
+    tracker.end_run(parent, "FAILED")
+    logged = tracker.client.get_run(parent).data.metrics
+    for m in HEADLINE:
+        assert f"{m}.b" in logged and f"{m}_low.b" in logged
+    assert logged["cs_micro.b"] == pytest.approx(0.375) and logged["success.a"] == 0.0
+    assert logged["variants_failed"] == 1.0
+    arts = {f.path for f in tracker.client.list_artifacts(parent, "report")}
+    assert {"report/report.md", "report/report.json", "report/metrics_by_variant.png"} <= arts
+
+
+def test_report_reproduces_eval_agents_table_on_real_episodes(generated_db, tmp_path):
+    """Episodes of the built-in teacher on certified queries, written as eval-agent writes them: the
+    report's per-query means give eval-agent's pooled rates and mean reward (hard micro aside: the
+    evaluator pools it over constraints, the report averages each query's fraction)."""
+    from star.agent.config import AgentConfig, EvalConfig
+    from star.agent.eval_agent import metrics, write_outputs
+    from star.agent.teacher import BuiltinTeacher
+    from star.synthesis.pipeline import synthesize
+
+    queries = synthesize(generated_db, 8, seed=7)
+    ids = [str(q.get("id", i)) for i, q in enumerate(queries)]
+    settings = {"full": AgentConfig(eval_mode="official"),
+                "hobbled": AgentConfig(eval_mode="official", tool_budget=6, failure_rate=0.3)}
+    dirs, tables = [], {}
+    for name, agent in settings.items():
+        teacher = BuiltinTeacher(generated_db, agent)
+        trajs = [teacher.run(q, qid, s, seed=100 * i + s) for i, (q, qid) in enumerate(zip(queries, ids))
+                 for s in range(2)]
+        tables[name] = metrics(trajs, [{**q, "id": qid} for q, qid in zip(queries, ids)], generated_db, "official")
+        root = tmp_path / name
+        write_outputs(root / "metrics/eval/rl", trajs, tables[name], EvalConfig(samples=2))
+        (root / "params.yaml").write_text(f"run: {{variant: '{name}'}}\nrl: {{reward: macro}}\n")
+        dirs.append(root)
+    vs = [load_variant_dir(d, levels={}) for d in dirs]
+    rep = build_report(vs, "teacher", "", None, FAST)
+    assert rep.n_queries == 8 and rep.metrics == list(HEADLINE) and rep.reward == "macro"
+    pooled = {"delivery": "delivery_rate", "cs_micro": "commonsense_micro", "cs_macro": "commonsense_macro",
+              "hard_macro": "hard_macro", "success": "success_rate"}
+    for row in rep.rows:
+        table = tables[row["variant"]]
+        for m, key in pooled.items():
+            assert row[m] == pytest.approx(table[key]), m
+        assert row["mean_reward"] == pytest.approx(table["mean_reward"]["macro"])
+        assert 0.0 <= row["hard_micro"] <= 1.0
+    rows = {r["variant"]: r for r in rep.rows}
+    # six calls are too few to find a valid plan: the teacher answers anyway, and fails
+    assert rows["hobbled"]["success"] == 0.0 < rows["full"]["success"]
+    assert {t["metric"] for t in rep.tests} == set(HEADLINE)
+
+
+def test_star_report_cli_names_the_variants_of_an_ablation_that_did_not_finish(tmp_path, capsys):
+    from star.cli import main
+
+    base = tmp_path / "runs/smoke/reward"
+    for slug, solved in (("reward-sum", 1), ("reward-macro", 3)):
+        (base / slug / "metrics/eval/rl").mkdir(parents=True)
+        lines = [json.dumps({"query_id": f"q{i}", "finish_reason": "answer", "scores": _scores(i < solved)})
+                 for i in range(6)]
+        (base / slug / "metrics/eval/rl/trajectories.jsonl").write_text("\n".join(lines) + "\n")
+    (base / "reward-success/metrics/eval/rl").mkdir(parents=True)
+    (base / "reward-success/metrics/eval/rl/trajectories.jsonl").write_text("{broken\n")
+    # reward=curriculum never got as far as a directory
+    assert main(["report", "--ablation", "reward", "--runs-dir", str(tmp_path / "runs"), "--bootstrap", "200"]) == 0
+    captured = capsys.readouterr()
+    assert "not compared (no readable final evaluation): reward=success, reward=curriculum" in captured.err
+    data = json.loads((base / "report/report.json").read_text())
+    assert [r["variant"] for r in data["rows"]] == ["reward=sum", "reward=macro"]
+    assert set(data["failed"]) == {"reward=success", "reward=curriculum"}
+    assert "trajectories.jsonl:1" in data["failed"]["reward=success"]
+    assert "| reward=curriculum | " in captured.out and "## Failed variants" in captured.out
+
+
+def test_variants_are_compared_on_their_shared_queries_and_metrics():
+    a, b = _zero_success_pair()
+    b.samples.pop("q0")                                               # b never evaluated q0
+    old = VariantResult("old", {"reward": "old"}, {f"q{i}": float(i % 2) for i in range(10)})  # success only
+    rep = build_report([a, b, old], config=FAST)
+    assert rep.n_queries == 9 and rep.metrics == ["success"]
+    assert any("dropped per variant: {'a': 1, 'old': 1}" in n for n in rep.notes)
+    assert any(n.startswith("cs micro: no per-query values for ['old']") for n in rep.notes)
+    assert {t["metric"] for t in rep.tests} == {"success"} and len(rep.tests) == 2
