@@ -312,7 +312,7 @@ class BuiltinTeacher:
             for mode in modes:
                 if self.rng.random() < self.config.p_skip_distance and ban != "no flight":
                     continue
-                res = self._call_retrying("GoogleDistanceMatrix", {"origin": a, "destination": b, "mode": mode},
+                res = self._call_retrying("GoogleDistanceMatrix", {"departure": a, "destination": b, "mode": mode},
                                           f"{lead}How long and how costly is {mode} from {a} to {b}?")
                 lead = ""
                 if res is not None and res.ok:
