@@ -184,6 +184,8 @@ def build_report(variants: list[VariantResult], ablation: str = "ablation", desc
         for key in AGGREGATE_KEYS[1:]:
             if key in v.metrics:
                 row[SHORT[key]] = v.metrics[key]
+        # loophole audit (star.evaluation.audit): share of plans passing official but failing strict
+        row["loophole gap"] = v.metrics.get("loophole_gap_rate")
         row["paper_success"] = paper.paper_success(v.setting, paper_table) if v.setting else None
         rows.append(row)
 
@@ -267,14 +269,16 @@ def render_markdown(report: Report, variants: list[VariantResult] | None = None)
     out += [f"Evaluation set: {report.eval_set} ({report.n_queries} queries, same queries for every variant); "
             f"evaluator mode: `{report.evaluator_mode}`. Success in %, {int(ReportConfig().confidence * 100)}% "
             "bootstrap intervals over queries.", ""]
-    header = ["variant", *report.axes, "success [CI]", "cs micro", "cs macro", "hard micro", "hard macro", "paper"]
+    header = ["variant", *report.axes, "success [CI]", "cs micro", "cs macro", "hard micro", "hard macro", "loophole gap",
+              "paper"]
     rows = []
     for r in report.rows:
         rows.append([r["variant"], *[r.get(a, "") for a in report.axes],
                      f"{_pct(r['success'])} [{_pct(r['success_low'])}, {_pct(r['success_high'])}]",
-                     *[_pct(r.get(k)) for k in ("cs micro", "cs macro", "hard micro", "hard macro")],
+                     *[_pct(r.get(k)) for k in ("cs micro", "cs macro", "hard micro", "hard macro", "loophole gap")],
                      "—" if r["paper_success"] is None else f"{r['paper_success']:.1f}"])
-    out += ["## Success by variant", "", _md_table(header, rows), ""]
+    out += ["## Success by variant", "", _md_table(header, rows), "",
+            "loophole gap: % of plans that pass the official evaluator but fail the strict one.", ""]
     if report.tests:
         out += ["## Paired comparisons (same queries)", ""]
         trows = [[t["variant"], t["baseline"],
