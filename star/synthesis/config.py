@@ -44,6 +44,11 @@ class SamplingConfig(BaseModel):
     """Cuisines a medium cuisine constraint names."""
     hard_cuisines: int = 4
     """Cuisines a hard cuisine constraint names."""
+    reach_share_weights: tuple[float, float, float, float, float] | None = (9, 4, 3, 3, 131)
+    """Multi-city (origin, state) draws follow these weights over the reach-share bins [0, .2), [.2, .4), [.4, .6),
+    [.6, .8), [.8, 1]: the share of the state's cities the origin reaches by a drive under a day or a flight.
+    The defaults are the 150 official train + validation multi-city queries on the official database (most
+    origins reach nearly every city); None: the original generator's draws, whatever their reach."""
 
 
 class SolverConfig(BaseModel):
@@ -65,7 +70,35 @@ class BudgetConfig(BaseModel):
     hard_factor: float = 0.5
     """Per-person multiplier for hard budgets (reference §5 table)."""
     max_over_min: float | None = None
-    """Cap budgets at this multiple of the certified minimum cost (None: the original formula only)."""
+    """Formula method: cap budgets at this multiple of the certified minimum cost (None: the formula only)."""
+    method: Literal["ratio", "formula"] = "ratio"
+    """ratio: certified minimum cost x a ratio drawn from the official budget / cheapest-plan quantiles of the
+    query's level and length; formula: the original generator's estimator (much looser on the official
+    database; the data-difficulty ablation's `loose_budget` level)."""
+    ratio_quantiles: dict[str, tuple[float, ...]] = {
+        "easy-3": (1.05, 1.1, 1.15, 1.31, 1.53, 1.7, 1.97, 2.35, 2.84, 3.5, 5.26),
+        "easy-5": (1.79, 2.97, 3.83, 4.49, 4.86, 5.98, 6.71, 7.01, 7.71, 7.87, 9.55),
+        "easy-7": (1.26, 1.9, 3.18, 3.9, 4.96, 5.36, 6.09, 6.66, 7.42, 8.5, 10.6),
+        "medium-3": (1.05, 1.19, 1.41, 1.47, 1.85, 2.34, 2.91, 3.46, 3.94, 4.74, 7.32),
+        "medium-5": (1.53, 2.81, 3.37, 4.48, 4.98, 5.18, 5.71, 6.31, 7.03, 8.36, 11.3),
+        "medium-7": (1.59, 2.52, 3.03, 3.22, 4.47, 5.56, 6.14, 7.09, 7.47, 8.68, 12.0),
+        "hard-3": (1.0, 1.06, 1.11, 1.14, 1.18, 1.23, 1.3, 1.41, 1.56, 1.91, 3.28),
+        "hard-5": (1.33, 1.78, 1.97, 2.15, 2.57, 3.1, 3.38, 3.56, 3.98, 4.44, 5.44),
+        "hard-7": (1.32, 1.75, 1.97, 2.05, 2.26, 2.85, 3.37, 3.64, 4.45, 4.81, 6.54)}
+    """Ratio method: per `level-days`, the 0%, 10%, ..., 100% quantiles of official budget / cheapest plan (the
+    225 train + validation queries solved on the official database, 25 per cell; a minimum below 1, validation
+    #132's, is kept at 1); a draw interpolates linearly between them."""
+
+    @field_validator("ratio_quantiles")
+    @classmethod
+    def _check_quantiles(cls, v: dict[str, tuple[float, ...]]) -> dict[str, tuple[float, ...]]:
+        missing = [f"{lv}-{d}" for lv in LEVELS for d in (3, 5, 7) if f"{lv}-{d}" not in v]
+        if missing:
+            raise ValueError(f"ratio_quantiles lacks the key(s) {missing} (level-days)")
+        for key, q in v.items():
+            if len(q) < 2 or any(x <= 0 for x in q) or any(a > b for a, b in zip(q, q[1:])):
+                raise ValueError(f"ratio_quantiles[{key!r}] = {list(q)}: need at least 2 positive, non-decreasing values")
+        return v
 
 
 class TemplateConfig(BaseModel):
