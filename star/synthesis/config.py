@@ -76,18 +76,18 @@ class BudgetConfig(BaseModel):
     query's level and length; formula: the original generator's estimator (much looser on the official
     database; the data-difficulty ablation's `loose_budget` level)."""
     ratio_quantiles: dict[str, tuple[float, ...]] = {
-        "easy-3": (1.05, 1.1, 1.15, 1.31, 1.53, 1.7, 1.97, 2.35, 2.84, 3.5, 5.26),
-        "easy-5": (1.79, 2.97, 3.83, 4.49, 4.86, 5.98, 6.71, 7.01, 7.71, 7.87, 9.55),
-        "easy-7": (1.26, 1.9, 3.18, 3.9, 4.96, 5.36, 6.09, 6.66, 7.42, 8.5, 10.6),
-        "medium-3": (1.05, 1.19, 1.41, 1.47, 1.85, 2.34, 2.91, 3.46, 3.94, 4.74, 7.32),
-        "medium-5": (1.53, 2.81, 3.37, 4.48, 4.98, 5.18, 5.71, 6.31, 7.03, 8.36, 11.3),
-        "medium-7": (1.59, 2.52, 3.03, 3.22, 4.47, 5.56, 6.14, 7.09, 7.47, 8.68, 12.0),
-        "hard-3": (1.0, 1.06, 1.11, 1.14, 1.18, 1.23, 1.3, 1.41, 1.56, 1.91, 3.28),
-        "hard-5": (1.33, 1.78, 1.97, 2.15, 2.57, 3.1, 3.38, 3.56, 3.98, 4.44, 5.44),
-        "hard-7": (1.32, 1.75, 1.97, 2.05, 2.26, 2.85, 3.37, 3.64, 4.45, 4.81, 6.54)}
+        "easy-3": (1.09, 1.13, 1.2, 1.56, 1.77, 1.99, 2.34, 2.54, 3.06, 3.72, 5.26),
+        "easy-5": (1.79, 3.02, 3.83, 4.47, 5.6, 6.52, 6.83, 7.07, 7.72, 8.0, 9.55),
+        "easy-7": (1.26, 1.63, 3.03, 3.67, 4.96, 5.63, 6.29, 6.85, 7.42, 9.09, 10.6),
+        "medium-3": (1.05, 1.16, 1.42, 1.67, 2.17, 2.84, 3.29, 3.72, 4.07, 5.13, 7.32),
+        "medium-5": (1.53, 2.52, 3.21, 3.43, 4.49, 4.95, 5.4, 5.96, 6.38, 7.06, 11.3),
+        "medium-7": (1.59, 2.68, 3.1, 3.99, 4.92, 5.68, 6.68, 7.16, 7.47, 8.36, 10.2),
+        "hard-3": (1.0, 1.03, 1.11, 1.13, 1.18, 1.23, 1.28, 1.32, 1.45, 1.65, 3.28),
+        "hard-5": (1.33, 1.65, 1.97, 2.07, 2.45, 2.98, 3.25, 3.67, 3.98, 4.38, 5.44),
+        "hard-7": (1.57, 1.89, 1.97, 2.04, 2.08, 2.38, 3.57, 4.36, 4.66, 4.89, 6.54)}
     """Ratio method: per `level-days`, the 0%, 10%, ..., 100% quantiles of official budget / cheapest plan (the
-    225 train + validation queries solved on the official database, 25 per cell; a minimum below 1, validation
-    #132's, is kept at 1); a draw interpolates linearly between them."""
+    180 validation queries solved on the official database, 20 per cell; hard-3's minimum 0.93, query #132's,
+    is kept at 1); a draw interpolates linearly between them."""
 
     @field_validator("ratio_quantiles")
     @classmethod
