@@ -82,7 +82,7 @@ class OfficialPandasTools:
             return f"There is no flight from {o} to {d} on {date}." if len(r) == 0 else r.to_string(index=False)
         if name == "GoogleDistanceMatrix":
             mode = args["mode"]
-            o, d = [(m.group(1) if (m := _PAREN_RE.search(x)) else x) for x in (args["origin"], args["destination"])]
+            o, d = [(m.group(1) if (m := _PAREN_RE.search(x)) else x) for x in (args.get("departure", args.get("origin")), args["destination"])]
             r = self.distances[(self.distances["origin"] == o) & (self.distances["destination"] == d)]
             if len(r) == 0:
                 return f"{mode}, from {o} to {d}, no valid information."

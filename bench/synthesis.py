@@ -69,7 +69,8 @@ def coverage(db_dir: str, split: str) -> dict:
 def calibration(db_dir: str, n: int = 300) -> dict[str, dict[str, float]]:
     """Median budget / minimum plan cost per level: synthetic pool vs the official validation split.
 
-    A looser ratio means an easier budget constraint; this is the knob BudgetConfig.max_over_min turns.
+    A looser ratio means an easier budget constraint; BudgetConfig.method picks the official ratio quantiles
+    (default) or the original formula (looser). bench/fidelity.py compares the quantiles per level.
     """
     import statistics
 

@@ -38,11 +38,13 @@ class BuiltinTeacherConfig(BaseModel):
     p_typo: float = Field(0.06, ge=0.0, le=1.0)
     """Chance, per city search, of first misspelling the city and correcting it after the error."""
     p_skip_distance: float = Field(0.15, ge=0.0, le=1.0)
-    """Chance of not checking driving/taxi options for a leg (it may then miss the only feasible mode)."""
+    """Chance of not checking driving/taxi options for a leg a flight covers (it may then miss a cheaper mode)."""
     max_cities: int = Field(5, ge=1)
     """Most candidate cities of a state the teacher investigates (the rest stay unseen)."""
     retries: int = Field(2, ge=0)
     """Times an unavailable tool is retried before the teacher moves on without it."""
+    reach_probes: int = Field(12, ge=0)
+    """Most calls spent, before choosing a state's cities, probing which ones the origin reaches (0: no probing)."""
 
 
 class TeacherConfig(BaseModel):

@@ -36,15 +36,22 @@ def run_policy(backend, db: Database, queries: list[dict], cfg: EvalConfig, max_
 
 
 def metrics(trajectories: list[Trajectory], queries: list[dict], db: Database, mode: str) -> dict:
-    """The evaluator's aggregate over the trajectories' plans (plus finish reasons)."""
+    """The evaluator's aggregate over the trajectories' plans in `mode` (plus finish reasons), and the
+    loophole audit: every plan scored in both modes (flat `official_*` / `strict_*` / `loophole_gap*` keys)."""
     from collections import Counter
 
-    from star.evaluation.evaluator import aggregate, evaluate_plan
+    from star.evaluation.audit import audit_scores, score_both
+    from star.evaluation.evaluator import MODES, aggregate
+    from star.evaluation.lookup import Lookup
     from star.training.rewards import REWARDS, compute_reward
 
+    if mode not in MODES:
+        raise ValueError(f"unknown evaluator mode {mode!r}; expected one of {MODES}")
     by_id = {str(q.get("id", q.get("idx", i))): q for i, q in enumerate(queries)}
-    scores = [evaluate_plan(by_id[t.query_id], t.plan, db, mode=mode) for t in trajectories]
-    out = aggregate(scores)
+    lookup = Lookup.for_db(db)
+    both = [score_both(by_id[t.query_id], t.plan, db, lookup) for t in trajectories]
+    out = aggregate([b[mode] for b in both])
+    out.update(audit_scores(both))
     out["finish_reasons"] = dict(Counter(t.finish_reason for t in trajectories))
     out["mean_tool_calls"] = sum(t.tool_calls for t in trajectories) / max(len(trajectories), 1)
     out["mean_tokens"] = sum(t.n_tokens for t in trajectories) / max(len(trajectories), 1)
@@ -62,6 +69,10 @@ def metric_table(m: dict) -> str:
     for lvl, r in rows:
         lines.append(f"| {lvl} | {r['n']} | " + " | ".join(f"{100 * r[k]:.1f}" for k, _ in METRIC_COLUMNS) + " |")
     lines += ["", "finish reasons: " + ", ".join(f"{k}: {v}" for k, v in sorted(m.get("finish_reasons", {}).items()))]
+    if "loophole_gap" in m:
+        from star.evaluation.audit import audit_table
+
+        lines += ["", "loophole audit (every plan scored in both evaluator modes):", "", audit_table(m)]
     if m.get("mean_reward"):
         lines.append("mean reward per episode: " + ", ".join(f"{k} {v:.3f}" for k, v in m["mean_reward"].items()))
     return "\n".join(lines)

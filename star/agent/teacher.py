@@ -139,6 +139,7 @@ class BuiltinTeacher:
         self.env.reset(query)
         self._history: list[tuple[str, dict]] = []
         self.seen = Observed()
+        self._reach: dict[str, bool] = {}  # city -> whether the origin reaches it (only probed cities)
         try:
             self._play(query)
         except _EpisodeOver:
@@ -180,6 +181,8 @@ class BuiltinTeacher:
                 return self._give_up(q, f"I could not get the cities of {dest}.")
             self.seen.cities.extend(cities)
             rng.shuffle(cities)
+            if self.config.reach_probes > 0:
+                cities = self._reachable_first(q, cities, k, max(k, self.config.max_cities))
             cities = cities[: max(k, self.config.max_cities)]
             intro = f"{dest} has {len(res.rows)} cities. I will check {', '.join(cities)}."
         else:
@@ -229,6 +232,8 @@ class BuiltinTeacher:
 
         # 3. Transport for the route(s) worth trying, then the plan.
         viable.sort()
+        # cities that can be reached from the origin first: a route must start and end with one
+        viable.sort(key=lambda v: not self._reach.get(v[1], True))
         routes = self._candidate_routes([c for _, c in viable], k)
         for attempt, route in enumerate(routes):
             if self._calls_left() < 3 * (k + 1) + 1:
@@ -274,8 +279,47 @@ class BuiltinTeacher:
         routes = [list(p) for p in itertools.permutations(pool, k)]
         self.rng.shuffle(routes)
         cheapest = list(viable[:k])
-        routes.sort(key=lambda r: (set(r) != set(cheapest)))  # the cheapest cities first, in a random order
+        # routes that start and end in cities reachable from the origin first, then the cheapest cities
+        ends = lambda r: (not self._reach.get(r[0], True)) + (not self._reach.get(r[-1], True))  # noqa: E731
+        routes.sort(key=lambda r: (ends(r), set(r) != set(cheapest)))
         return routes[:3]
+
+    def _reachable_first(self, q: dict, cities: list[str], k: int, want: int) -> list[str]:
+        """Probe, city by city, whether the origin reaches it (a drive or taxi of under a day, else a
+        flight on the first day) until `want` cities are reachable or `reach_probes` calls are spent;
+        the reachable cities come first. The route's first and last legs join a city to the origin, so
+        a city the origin cannot reach is worth nothing however cheap its stays are."""
+        org, first_day = q["org"], list(q["date"])[0]
+        ban = (q.get("local_constraint") or {}).get("transportation")
+        mode = "taxi" if ban == "no self-driving" else "self-driving"
+        reachable: list[str] = []
+        spent = 0
+        for n, city in enumerate(cities):
+            if len(reachable) >= want or spent >= self.config.reach_probes or self._calls_left() < 20:
+                break
+            lead = (f"The route visits {k} of these cities and starts and ends in {org}, so before comparing stays "
+                    f"I check which cities {org} can reach at all. " if n == 0 else "")
+            spent += 1
+            res = self._call_retrying("GoogleDistanceMatrix", {"departure": org, "destination": city, "mode": mode},
+                                      f"{lead}Can I go from {org} to {city} by {mode}?")
+            ok = False
+            if res is not None and res.ok:
+                for d in res.rows:
+                    self.seen.distances[(d.origin, d.dest)] = d
+                ok = any(d.cost(mode) is not None for d in res.rows)
+            if not ok and ban != "no flight" and spent < self.config.reach_probes:
+                spent += 1
+                res = self._call_retrying("SearchFlight", {"departure": org, "destination": city, "date": first_day},
+                                          f"No {mode} from {org} to {city}; is there a flight on {first_day}?")
+                if res is not None and res.ok:
+                    for f in res.rows:
+                        self.seen.flights[(f.number, f.date, f.origin)] = f
+                    ok = bool(res.rows)
+            self._reach[city] = ok
+            if ok:
+                reachable.append(city)
+        probed = set(self._reach)
+        return reachable + [c for c in cities if c not in probed] + [c for c in cities if c in probed and c not in reachable]
 
     def _leg_days(self, days: int, k: int) -> list[int]:
         """Day numbers (1-based) of the k+1 legs, nights split as evenly as possible."""
@@ -297,6 +341,7 @@ class BuiltinTeacher:
             date = dates[min(leg_days[i], len(dates)) - 1]
             lead = (f"I will try the route {' -> '.join(stops)}. " if i == 0 else "") if attempt == 0 else (
                 f"That did not work out; trying {' -> '.join(stops)} instead. " if i == 0 else "")
+            flown = False
             if ban != "no flight":
                 args = {"departure": a, "destination": b, "date": date}
                 if self.rng.random() < self.config.p_typo / 2:
@@ -307,12 +352,14 @@ class BuiltinTeacher:
                 if res is not None and res.ok:
                     for f in res.rows:
                         self.seen.flights[(f.number, f.date, f.origin)] = f
+                flown = any(f.origin == a and f.dest == b and f.date == date for f in self.seen.flights.values())
                 lead = ""
             modes = [m for m in ("self-driving", "taxi") if not (ban == "no self-driving" and m == "self-driving")]
             for mode in modes:
-                if self.rng.random() < self.config.p_skip_distance and ban != "no flight":
+                # it may skip the road options only when a flight covers the leg: never leaves a leg unconnected
+                if self.rng.random() < self.config.p_skip_distance and flown:
                     continue
-                res = self._call_retrying("GoogleDistanceMatrix", {"origin": a, "destination": b, "mode": mode},
+                res = self._call_retrying("GoogleDistanceMatrix", {"departure": a, "destination": b, "mode": mode},
                                           f"{lead}How long and how costly is {mode} from {a} to {b}?")
                 lead = ""
                 if res is not None and res.ok:

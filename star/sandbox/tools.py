@@ -25,11 +25,14 @@ from star.sandbox.failures import FailureInjector, unavailable_message
 TOOL_ARGUMENTS: dict[str, tuple[str, ...]] = {
     "SearchCity": ("state",),
     "SearchFlight": ("departure", "destination", "date"),
-    "GoogleDistanceMatrix": ("origin", "destination", "mode"),
+    "GoogleDistanceMatrix": ("departure", "destination", "mode"),
     "SearchRestaurant": ("city",),
     "SearchAttraction": ("city",),
     "SearchAccommodation": ("city",),
 }
+# Other argument names accepted for a tool's argument: the STAR paper's schema names the distance
+# tool's first argument `departure`; `origin` (this project's earlier schema) still works.
+ARGUMENT_ALIASES: dict[str, dict[str, str]] = {"GoogleDistanceMatrix": {"origin": "departure"}}
 # the official spellings
 ALIASES: dict[str, str] = {
     "CitySearch": "SearchCity", "FlightSearch": "SearchFlight", "RestaurantSearch": "SearchRestaurant",
@@ -54,10 +57,10 @@ TOOL_SPECS: list[dict] = [
     {"name": "GoogleDistanceMatrix",
      "description": "Driving duration, distance and cost between two cities by self-driving or taxi.",
      "parameters": {"type": "object", "properties": {
-         "origin": {**_STRING, "description": "Origin city"},
-         "destination": {**_STRING, "description": "Destination city"},
+         "departure": {**_STRING, "description": "Departure city, e.g. Houston"},
+         "destination": {**_STRING, "description": "Destination city, e.g. Austin"},
          "mode": {**_STRING, "enum": ["self-driving", "taxi"], "description": "self-driving or taxi"}},
-         "required": ["origin", "destination", "mode"], "additionalProperties": False}},
+         "required": ["departure", "destination", "mode"], "additionalProperties": False}},
     {"name": "SearchRestaurant",
      "description": "Restaurants in a city: name, average cost per person, cuisines, rating.",
      "parameters": {"type": "object", "properties": {"city": {**_STRING, "description": "City name"}},
@@ -157,6 +160,7 @@ class Toolbox:
             return ToolResult(text, False, None, (), "unknown_tool")
         if self.failures.should_fail():
             return ToolResult(unavailable_message(name), False, tool, (), "unavailable")
+        arguments = _canonical_arguments(tool, arguments)
         problem = self._check_arguments(tool, arguments)
         if problem is not None:
             text = _OFFICIAL_ILLEGAL[tool] if self.official else f"Error: {name} {problem}"
@@ -271,25 +275,25 @@ class Toolbox:
                 else render.compact_flights(rows, self._cells.compact_lines(rows)))
         return ToolResult(text, True, "SearchFlight", tuple(rows))
 
-    def _GoogleDistanceMatrix(self, origin: str, destination: str, mode: str) -> ToolResult:
+    def _GoogleDistanceMatrix(self, departure: str, destination: str, mode: str) -> ToolResult:
         # The official tool cuts '(State)' suffixes and checks no city; its cost rule defines a valid mode.
-        origin, destination = render.before_parenthesis(origin), render.before_parenthesis(destination)
+        departure, destination = render.before_parenthesis(departure), render.before_parenthesis(destination)
         good_mode = "driving" in mode or mode == "taxi"
         error = None if good_mode else "bad_mode"
-        row = self.db.distances.get((origin, destination))
+        row = self.db.distances.get((departure, destination))
         if not self.official and not good_mode:
             return ToolResult(f"Error: mode must be 'self-driving' or 'taxi', got {_short(mode)}.", False,
                               "GoogleDistanceMatrix", (), "bad_mode")
         rows = (row,) if row is not None else ()
         if not self.official:
-            return ToolResult(render.compact_distance(mode, origin, destination, row), True,
+            return ToolResult(render.compact_distance(mode, departure, destination, row), True,
                               "GoogleDistanceMatrix", rows)
         if row is None:
-            text = f"{mode}, from {origin} to {destination}, no valid information."
+            text = f"{mode}, from {departure} to {destination}, no valid information."
         elif not row.duration or not row.distance or "day" in row.duration:
             text = "No valid information."
         else:
-            text = (f"{mode}, from {origin} to {destination}, duration: {row.duration}, "
+            text = (f"{mode}, from {departure} to {destination}, duration: {row.duration}, "
                     f"distance: {row.distance}, cost: {row.cost(mode)}")
         return ToolResult(text, good_mode, "GoogleDistanceMatrix", rows, error)
 
@@ -317,6 +321,16 @@ class Toolbox:
         return self._city_table("SearchAccommodation", city, self.db.accommodations_by_city,
                                 render.ACCOMMODATION_TABLE, render.compact_accommodations, "accommodation",
                                 "There is no attraction in this city.")
+
+
+def _canonical_arguments(tool: str, arguments: object) -> object:
+    """`arguments` with alias names renamed to the canonical ones; unchanged when there is nothing to rename,
+    or when both spellings are given (then the check reports the alias as an unexpected argument)."""
+    aliases = ARGUMENT_ALIASES.get(tool)
+    if not aliases or not isinstance(arguments, Mapping) or not any(a in arguments for a in aliases):
+        return arguments
+    renamed = {aliases.get(k, k): v for k, v in arguments.items()}
+    return renamed if len(renamed) == len(arguments) else arguments
 
 
 def _short(value: object, limit: int = 60) -> str:

@@ -1,6 +1,10 @@
-"""Budget estimation from sandbox prices, as the original generator did (reference §5).
+"""Budgets: drawn from the official budget / cheapest-plan ratios (default), or estimated from sandbox
+prices as the original generator did (reference §5; `BudgetConfig.method`).
 
-Lowest / average / highest trip costs come from the price lists of the destination (a city for
+Ratio method: the certified minimum cost times a ratio drawn from the official quantiles of the
+query's level and length (3-day budgets are far tighter than 5/7-day ones in the official data), so the budget constraint binds as often as on the real queries (the formula's
+budgets on the official database sit at a median 7.7 / 9.8 / 3.3 x the cheapest plan by level,
+the official queries' at 4.0 / 4.3 / 2.1). Formula method: lowest / average / highest trip costs come from the price lists of the destination (a city for
 3 days, every city of the state for 5/7), then a per-level, per-length formula picks the budget.
 The certified plan's cost is a hard floor: a budget below it is raised to it, rounded up, so
 every synthetic query is solvable within its budget.
@@ -9,6 +13,7 @@ every synthetic query is solvable within its budget.
 from __future__ import annotations
 
 import math
+import random
 import statistics
 
 from star.sandbox.database import Database
@@ -99,3 +104,33 @@ def estimate_budget(db: Database, elements: dict, plan_cost: float | None, cfg: 
         floor = int(math.ceil(plan_cost / cfg.round_to) * cfg.round_to)
         budget = max(budget, floor)
     return max(budget, cfg.round_to)
+
+
+def ratio_draw(level: str, days: int, rng: random.Random, cfg: BudgetConfig | None = None) -> float:
+    """A budget / cheapest-plan ratio for a `level` query of `days` days: the official quantile function at a
+    uniform draw."""
+    cfg = cfg or BudgetConfig()
+    knots = cfg.ratio_quantiles.get(f"{level}-{days}")
+    if knots is None:
+        raise ValueError(f"no budget ratio quantiles for {level}-{days}; expected one of {sorted(cfg.ratio_quantiles)}")
+    u = rng.random() * (len(knots) - 1)
+    i = min(int(u), len(knots) - 2)
+    return knots[i] + (u - i) * (knots[i + 1] - knots[i])
+
+
+def ratio_budget(plan_cost: float, level: str, days: int, rng: random.Random, cfg: BudgetConfig | None = None) -> int:
+    """The certified cost times a drawn ratio, rounded as the original (r100), never below the cost."""
+    cfg = cfg or BudgetConfig()
+    if not plan_cost > 0:
+        raise ValueError(f"the ratio budget needs the certified plan's cost, got {plan_cost!r}")
+    budget = r100(plan_cost * ratio_draw(level, days, rng, cfg), cfg.round_to)
+    return max(budget, int(math.ceil(plan_cost / cfg.round_to) * cfg.round_to), cfg.round_to)
+
+
+def draw_budget(db: Database, elements: dict, plan_cost: float | None, rng: random.Random,
+                cfg: BudgetConfig | None = None) -> int:
+    """The budget of a synthetic query by `cfg.method` (ratio: `ratio_budget`; formula: `estimate_budget`)."""
+    cfg = cfg or BudgetConfig()
+    if cfg.method == "formula" or plan_cost is None:
+        return estimate_budget(db, elements, plan_cost, cfg)
+    return ratio_budget(plan_cost, elements.get("level", "easy"), int(elements["days"]), rng, cfg)

@@ -59,6 +59,11 @@ class SamplingConfig(BaseModel):
     """Cuisines a medium cuisine constraint names."""
     hard_cuisines: int = 4
     """Cuisines a hard cuisine constraint names."""
+    reach_share_weights: tuple[float, float, float, float, float] | None = (9, 4, 3, 3, 131)
+    """Multi-city (origin, state) draws follow these weights over the reach-share bins [0, .2), [.2, .4), [.4, .6),
+    [.6, .8), [.8, 1]: the share of the state's cities the origin reaches by a drive under a day or a flight.
+    The defaults are the 150 official train + validation multi-city queries on the official database (most
+    origins reach nearly every city); None: the original generator's draws, whatever their reach."""
 
 
 class SolverConfig(BaseModel):
@@ -80,7 +85,35 @@ class BudgetConfig(BaseModel):
     hard_factor: float = 0.5
     """Per-person multiplier for hard budgets (reference §5 table)."""
     max_over_min: float | None = None
-    """Cap budgets at this multiple of the certified minimum cost (None: the original formula only)."""
+    """Formula method: cap budgets at this multiple of the certified minimum cost (None: the formula only)."""
+    method: Literal["ratio", "formula"] = "ratio"
+    """ratio: certified minimum cost x a ratio drawn from the official budget / cheapest-plan quantiles of the
+    query's level and length; formula: the original generator's estimator (much looser on the official
+    database; the data-difficulty ablation's `loose_budget` level)."""
+    ratio_quantiles: dict[str, tuple[float, ...]] = {
+        "easy-3": (1.09, 1.13, 1.2, 1.56, 1.77, 1.99, 2.34, 2.54, 3.06, 3.72, 5.26),
+        "easy-5": (1.79, 3.02, 3.83, 4.47, 5.6, 6.52, 6.83, 7.07, 7.72, 8.0, 9.55),
+        "easy-7": (1.26, 1.63, 3.03, 3.67, 4.96, 5.63, 6.29, 6.85, 7.42, 9.09, 10.6),
+        "medium-3": (1.05, 1.16, 1.42, 1.67, 2.17, 2.84, 3.29, 3.72, 4.07, 5.13, 7.32),
+        "medium-5": (1.53, 2.52, 3.21, 3.43, 4.49, 4.95, 5.4, 5.96, 6.38, 7.06, 11.3),
+        "medium-7": (1.59, 2.68, 3.1, 3.99, 4.92, 5.68, 6.68, 7.16, 7.47, 8.36, 10.2),
+        "hard-3": (1.0, 1.03, 1.11, 1.13, 1.18, 1.23, 1.28, 1.32, 1.45, 1.65, 3.28),
+        "hard-5": (1.33, 1.65, 1.97, 2.07, 2.45, 2.98, 3.25, 3.67, 3.98, 4.38, 5.44),
+        "hard-7": (1.57, 1.89, 1.97, 2.04, 2.08, 2.38, 3.57, 4.36, 4.66, 4.89, 6.54)}
+    """Ratio method: per `level-days`, the 0%, 10%, ..., 100% quantiles of official budget / cheapest plan (the
+    180 validation queries solved on the official database, 20 per cell; hard-3's minimum 0.93, query #132's,
+    is kept at 1); a draw interpolates linearly between them."""
+
+    @field_validator("ratio_quantiles")
+    @classmethod
+    def _check_quantiles(cls, v: dict[str, tuple[float, ...]]) -> dict[str, tuple[float, ...]]:
+        missing = [f"{lv}-{d}" for lv in LEVELS for d in (3, 5, 7) if f"{lv}-{d}" not in v]
+        if missing:
+            raise ValueError(f"ratio_quantiles lacks the key(s) {missing} (level-days)")
+        for key, q in v.items():
+            if len(q) < 2 or any(x <= 0 for x in q) or any(a > b for a, b in zip(q, q[1:])):
+                raise ValueError(f"ratio_quantiles[{key!r}] = {list(q)}: need at least 2 positive, non-decreasing values")
+        return v
 
 
 class TemplateConfig(BaseModel):

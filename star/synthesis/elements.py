@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import calendar
 import random
+from collections import Counter
 from datetime import date, timedelta
 
 from star.sandbox.database import CUISINES, HOUSE_RULES, Database
@@ -80,13 +81,68 @@ def sample_constraints(level: str, people: int, rng: random.Random, cfg: Samplin
     return lc
 
 
+REACH_BINS = 5  # reach-share bins of width 0.2; the last one includes 1.0
+
+
+def reach_share(db: Database, org: str, state: str) -> float:
+    """Share of `state`'s cities that `org` reaches: a drive of under a day (a valid distance-matrix entry)
+    or a flight on any date. A multi-city route's first and last legs join a city of the state to `org`."""
+    cities = db.state_cities.get(state) or []
+    if not cities:
+        return 0.0
+    reached = 0
+    for c in cities:
+        d = db.distances.get((org, c))
+        if (d is not None and d.cost("taxi") is not None) or db.flights_by_route.get((org, c)):
+            reached += 1
+    return reached / len(cities)
+
+
+def reach_bin(share: float) -> int:
+    return min(int(share * REACH_BINS), REACH_BINS - 1)
+
+
+_STATE_DRAWS: dict[tuple[int, int], tuple[Database, list[list[tuple[str, str]]], list[list[float]]]] = {}
+
+
+def _state_draws(db: Database, min_state_cities: int) -> tuple[list[list[tuple[str, str]]], list[list[float]]]:
+    """The original generator's multi-city (org, state) distribution, split by reach-share bin:
+    per bin the pairs and their probabilities (org a uniform line; state that of a uniform line of
+    another state with enough cities). Computed once per database."""
+    key = (id(db), min_state_cities)
+    hit = _STATE_DRAWS.get(key)
+    if hit is not None and hit[0] is db:
+        return hit[1], hit[2]
+    lines = list(db.city_states.items())
+    big = {s for s, cs in db.state_cities.items() if len(cs) >= min_state_cities}
+    pairs: list[list[tuple[str, str]]] = [[] for _ in range(REACH_BINS)]
+    probs: list[list[float]] = [[] for _ in range(REACH_BINS)]
+    for org, org_state in lines:
+        candidates = [s for c, s in lines if c != org and s != org_state and s in big]
+        for state, count in sorted(Counter(candidates).items()):
+            b = reach_bin(reach_share(db, org, state))
+            pairs[b].append((org, state))
+            probs[b].append(count / len(candidates) / len(lines))
+    _STATE_DRAWS[key] = (db, pairs, probs)
+    return pairs, probs
+
+
 def sample_route(db: Database, days: int, rng: random.Random, cfg: SamplingConfig | None = None) -> tuple[str, str]:
     """(org, dest): dest a city of another state for 3 days, else a state with enough cities.
 
     Lines of citySet_with_states are drawn uniformly, so states are weighted by their size, as in
-    the original generator.
+    the original generator. With `reach_share_weights`, a multi-city draw first picks a reach-share bin
+    by those weights (among the bins the generator can reach), then an (org, state) pair of that bin
+    with the generator's probabilities: the generator's distribution reweighted so that origins reach
+    the state's cities as often as in the real queries.
     """
     cfg = cfg or SamplingConfig()
+    if days != 3 and cfg.reach_share_weights is not None:
+        pairs, probs = _state_draws(db, cfg.min_state_cities)
+        weights = [w if pairs[b] else 0.0 for b, w in enumerate(cfg.reach_share_weights)]
+        if sum(weights) > 0:
+            b = rng.choices(range(REACH_BINS), weights=weights)[0]
+            return rng.choices(pairs[b], weights=probs[b])[0]
     lines = list(db.city_states.items())
     big_states = {s for s, cs in db.state_cities.items() if len(cs) >= cfg.min_state_cities}
     for _ in range(10_000):

@@ -20,7 +20,7 @@ from star.synthesis.config import LEVELS, SynthesisConfig, parse_ratio
 from star.synthesis.elements import element_key, sample_elements
 from star.synthesis.roundtrip import mismatches, places_of
 from star.synthesis.solver import solve
-from star.synthesis.budget import estimate_budget
+from star.synthesis.budget import draw_budget
 from star.synthesis.llm_backtranslate import LLMBackTranslator, phrase
 
 QUERY_FIELDS = ("org", "dest", "days", "visiting_city_number", "date", "people_number", "local_constraint",
@@ -110,7 +110,7 @@ def make_query(db: Database, level: str, rng: random.Random, cfg: SynthesisConfi
     res = solve(db, el, None, cfg.solver)
     if not res.ok:
         return None, f"solver:{res.status}"
-    el["budget"] = estimate_budget(db, el, res.cost, cfg.budget)
+    el["budget"] = draw_budget(db, el, res.cost, rng, cfg.budget)
     text, how = phrase(el, rng, _llm(cfg), lambda t: mismatches(el, t, places_of(db)))
     if text is None:
         return None, "roundtrip"

@@ -63,6 +63,10 @@ HEADLINE: dict[str, Metric] = {
     "hard_macro": Metric("hard macro", lambda s, f, r: float(s["hard_macro"]), ("hard_macro",), "hard_macro"),
     "success": Metric("success", lambda s, f, r: float(bool(s["success"])), ("success",), "success_rate"),
     "mean_reward": Metric("mean reward", _reward_value, _PLAN_SCORES, None, percent=False),
+    # The loophole audit (star.evaluation.audit): plans passing the official evaluator but failing the
+    # strict one. eval-agent writes it as an aggregate only, so the table shows it without an interval.
+    "loophole_gap": Metric("loophole gap", lambda s, f, r: float(s["loophole_gap"]), ("loophole_gap",),
+                           "loophole_gap_rate"),
 }
 
 

@@ -82,7 +82,7 @@ def synthetic_trajectories(db, n: int, seed: int) -> Iterator[str]:
         parts.append(f"<think>Which cities in {state} could we visit?</think>\n" + _call("SearchCity", {"state": state}))
         parts.append("<tool_response>" + ", ".join(sorted(db.state_cities.get(state, []))[:8]) + "</tool_response>")
         mode = rng.choice(["self-driving", "taxi"])
-        parts.append(_call("GoogleDistanceMatrix", {"origin": org, "destination": dest, "mode": mode}))
+        parts.append(_call("GoogleDistanceMatrix", {"departure": org, "destination": dest, "mode": mode}))
         for tool, index in (("SearchRestaurant", db.restaurants_by_city), ("SearchAttraction", db.attractions_by_city),
                             ("SearchAccommodation", db.accommodations_by_city)):
             parts.append(f"<think>Now the {tool[6:].lower()}s in {dest}.</think>\n" + _call(tool, {"city": dest}))

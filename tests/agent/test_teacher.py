@@ -69,3 +69,28 @@ def test_teacher_on_the_real_validation_queries(real_db, queries_dir):
         if t.success:
             assert evaluate_plan(q, t.plan, real_db, mode="official").success
     assert any(t.success for t in trajs)
+
+
+def test_teacher_probes_reachability_before_choosing_cities(any_db):
+    """Multi-city queries whose origin reaches few of the state's cities (the hard kind for a teacher that
+    picks cities by price alone): probing which cities the origin reaches first finds a certified route."""
+    from star.agent.config import BuiltinTeacherConfig
+    from star.synthesis.config import SamplingConfig, SynthesisConfig
+    from star.synthesis.pipeline import synthesize
+
+    cfg = SynthesisConfig(sampling=SamplingConfig(day_choices=(5, 7), reach_share_weights=(1, 1, 1, 0, 0)))
+    queries = synthesize(any_db, 16, seed=3, cfg=cfg)
+    wins = {}
+    for probes in (12, 0):
+        teacher = BuiltinTeacher(any_db, config=BuiltinTeacherConfig(reach_probes=probes))
+        trajs = [teacher.run(q, str(i), 0, seed=i) for i, q in enumerate(queries)]
+        wins[probes] = sum(t.success for t in trajs)
+        if probes:
+            t, q = trajs[0], queries[0]
+            calls = [m["content"] for m in t.messages if m["role"] == "assistant" and "<tool_call>" in m["content"]]
+            # right after the city list: a drive from the origin to a city of the state
+            assert '"name": "GoogleDistanceMatrix"' in calls[1] and f'"departure": "{q["org"]}"' in calls[1]
+            for t, q in zip(trajs, queries):
+                if t.success:
+                    assert evaluate_plan(q, t.plan, any_db, mode="strict").success
+    assert wins[12] >= 10 and wins[12] >= wins[0] + 5, wins

@@ -117,7 +117,7 @@ def test_official_city_search_prints_the_python_list_or_invalid_state(official):
 
 
 def test_official_distance_matrix_messages(official):
-    call = lambda o, d, m: official.call("GoogleDistanceMatrix", {"origin": o, "destination": d, "mode": m})
+    call = lambda o, d, m: official.call("GoogleDistanceMatrix", {"departure": o, "destination": d, "mode": m})
     assert call("Dallas", "Austin", "self-driving") == \
         "self-driving, from Dallas to Austin, duration: 3 hours 5 mins, distance: 314 km, cost: 15"
     assert call("Dallas", "Austin", "taxi") == \
@@ -131,9 +131,27 @@ def test_official_distance_matrix_messages(official):
 
 
 def test_official_distance_with_a_mode_outside_the_cost_rule_prints_cost_none(official):
-    result = official.run("GoogleDistanceMatrix", {"origin": "Dallas", "destination": "Austin", "mode": "walking"})
+    result = official.run("GoogleDistanceMatrix", {"departure": "Dallas", "destination": "Austin", "mode": "walking"})
     assert result.text == "walking, from Dallas to Austin, duration: 3 hours 5 mins, distance: 314 km, cost: None"
     assert (result.ok, result.error) == (False, "bad_mode")
+
+
+@pytest.mark.parametrize("style", ["official", "compact"])
+def test_distance_takes_the_papers_departure_and_the_origin_alias(tiny_db, style):
+    toolbox = Toolbox(tiny_db, style=style)
+    paper = toolbox.run("GoogleDistanceMatrix", {"departure": "Dallas", "destination": "Austin", "mode": "taxi"})
+    alias = toolbox.run("GoogleDistanceMatrix", {"origin": "Dallas", "destination": "Austin", "mode": "taxi"})
+    assert paper.ok and paper.error is None and paper == alias
+    assert "from Dallas to Austin" in paper.text and "314" in paper.text
+    # the paper's "driving" mode is priced as self-driving
+    driving = toolbox.run("GoogleDistanceMatrix", {"departure": "Dallas", "destination": "Austin", "mode": "driving"})
+    assert driving.ok and "15" in driving.text
+    # both spellings at once is ambiguous: refused, naming the argument
+    both = toolbox.run("GoogleDistanceMatrix", {"departure": "Dallas", "origin": "Dallas", "destination": "Austin",
+                                                "mode": "taxi"})
+    assert (both.ok, both.error) == (False, "bad_arguments")
+    if style == "compact":
+        assert "'origin'" in both.text and "'departure'" in both.text
 
 
 # -- compact style ------------------------------------------------------------------------------------
@@ -178,7 +196,7 @@ def test_compact_cells_never_break_the_row_layout():
 
 
 def test_compact_distance(compact):
-    call = lambda o, d, m: compact.run("GoogleDistanceMatrix", {"origin": o, "destination": d, "mode": m})
+    call = lambda o, d, m: compact.run("GoogleDistanceMatrix", {"departure": o, "destination": d, "mode": m})
     assert call("Dallas", "Austin", "self-driving").text == \
         "self-driving from Dallas to Austin: 3 hours 5 mins, 314 km, $15"
     assert call("Dallas", "Boise", "taxi").text == "No valid route."  # a drive over a day

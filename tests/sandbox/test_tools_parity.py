@@ -77,11 +77,12 @@ def test_distances_and_cities_match_the_official_strings(db_and_pandas):
     # the empty and the over-a-day entries are the ones with special messages: make sure they are in
     pairs += [k for k, d in db.distances.items() if not d.distance][:5]
     pairs += [k for k, d in db.distances.items() if d.duration and "day" in d.duration][:5]
-    calls = [("GoogleDistanceMatrix", {"origin": o, "destination": d, "mode": m})
-             for o, d in pairs for m in ("self-driving", "taxi")]
-    calls += [("GoogleDistanceMatrix", {"origin": pairs[0][0] + "(State)", "destination": pairs[0][1],
+    # the paper's argument name (departure) and the alias (origin) both print the official text
+    calls = [("GoogleDistanceMatrix", {first: o, "destination": d, "mode": m})
+             for o, d in pairs for m in ("self-driving", "taxi") for first in ("departure", "origin")]
+    calls += [("GoogleDistanceMatrix", {"departure": pairs[0][0] + "(State)", "destination": pairs[0][1],
                                         "mode": "walking"}),
-              ("GoogleDistanceMatrix", {"origin": "Atlantis", "destination": pairs[0][1], "mode": "taxi"})]
+              ("GoogleDistanceMatrix", {"departure": "Atlantis", "destination": pairs[0][1], "mode": "taxi"})]
     calls += [("CitySearch", {"state": s}) for s in db.state_cities] + [("CitySearch", {"state": "Atlantis"})]
     _assert_same(db, baseline, calls)
 

@@ -96,3 +96,34 @@ def test_level_ratio_allocation_and_balanced_lengths():
     assert Counter(d for _, d in slots) == {3: 30, 5: 30, 7: 30}
     with pytest.raises(ValueError, match="three parts"):
         level_counts(10, "4:3")
+
+
+def test_reach_share_counts_cities_reached_by_road_or_flight(generated_db):
+    from star.synthesis.elements import reach_bin, reach_share
+
+    db = generated_db
+    state = next(s for s, cs in db.state_cities.items() if len(cs) >= 4)
+    org = next(c for c, s in db.city_states.items() if s != state)
+    cities = db.state_cities[state]
+    expected = sum(1 for c in cities if ((d := db.distances.get((org, c))) is not None and d.cost("taxi") is not None)
+                   or db.flights_by_route.get((org, c))) / len(cities)
+    assert reach_share(db, org, state) == expected
+    assert [reach_bin(x) for x in (0.0, 0.19, 0.2, 0.79, 0.8, 1.0)] == [0, 0, 1, 3, 4, 4]
+
+
+def test_multi_city_draws_follow_the_reach_share_weights(any_db):
+    """With all the weight on one bin, every multi-city draw comes from it; with None, the original draws."""
+    from star.synthesis.config import SamplingConfig
+    from star.synthesis.elements import _state_draws, reach_bin, reach_share, sample_route
+
+    pairs, _ = _state_draws(any_db, 4)
+    filled = [b for b in range(5) if pairs[b]]
+    for b in filled[:2]:
+        cfg = SamplingConfig(reach_share_weights=tuple(1.0 if i == b else 0.0 for i in range(5)))
+        rng = random.Random(b)
+        for _ in range(40):
+            org, state = sample_route(any_db, 5, rng, cfg)
+            assert reach_bin(reach_share(any_db, org, state)) == b
+            assert any_db.city_states[org] != state and len(any_db.state_cities[state]) >= 4
+    original = SamplingConfig(reach_share_weights=None)
+    assert sample_route(any_db, 7, random.Random(3), original) == sample_route(any_db, 7, random.Random(3), original)

@@ -1,0 +1,81 @@
+"""The loophole audit: every plan scored under both evaluator modes, side by side.
+
+The official evaluator has blind spots that strict mode closes (reference §4; DESIGN.md "Two
+choices"). A policy trained on a reward one mode computes can learn that mode's loopholes, so every
+evaluation reports success / cs macro / hard macro under each mode and the gap: plans that pass the
+official evaluator but fail the strict one. The keys are flat numbers (`official_success_rate`,
+`strict_hard_macro`, `loophole_gap`, `loophole_gap_rate`, ...) so DVC metrics and MLflow read them as
+they are; `strict_failures_in_gap` says which strict checks the gap plans fail.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from star.evaluation.evaluator import MODES, PlanScore, evaluate_plan
+from star.evaluation.lookup import Lookup
+from star.sandbox.database import Database
+
+# The per-mode rates the audit reports (keys of PlanScore), and their names in its table.
+AUDIT_RATES = (("success_rate", "success", "success"), ("commonsense_macro", "cs_macro", "cs macro"),
+               ("hard_macro", "hard_macro", "hard macro"))
+AUDIT_KEYS = tuple(f"{mode}_{key}" for mode in MODES for key, _, _ in AUDIT_RATES) + (
+    "loophole_gap", "loophole_gap_rate", "strict_only_pass")
+
+
+def score_both(query: dict, plan, db: Database, lookup: Lookup | None = None) -> dict[str, PlanScore]:
+    """One plan's PlanScore under each evaluator mode."""
+    lk = lookup or Lookup.for_db(db)
+    return {mode: evaluate_plan(query, plan, db, mode=mode, lookup=lk) for mode in MODES}
+
+
+def audit_scores(pairs: Sequence[dict[str, PlanScore]]) -> dict:
+    """The audit over plans already scored in both modes (`score_both` outputs).
+
+    Rates divide by the number of plans (an undelivered plan fails both modes). `loophole_gap` counts
+    plans whose official verdict is success and strict verdict is not; `strict_only_pass` counts the
+    reverse (a plan the official script would crash on, or an official quirk that is stricter)."""
+    n = len(pairs)
+    for i, p in enumerate(pairs):
+        if set(p) != set(MODES):
+            raise ValueError(f"plan {i}: scores for modes {sorted(p)}, expected both of {MODES}")
+    div = (lambda a: a / n) if n else (lambda a: 0.0)
+    out: dict = {"audit_n": n}
+    for mode in MODES:
+        for key, attr, _ in AUDIT_RATES:
+            out[f"{mode}_{key}"] = div(sum(bool(getattr(p[mode], attr)) for p in pairs))
+    gap = [p for p in pairs if p["official"].success and not p["strict"].success]
+    out["loophole_gap"] = len(gap)
+    out["loophole_gap_rate"] = div(len(gap))
+    out["strict_only_pass"] = sum(1 for p in pairs if p["strict"].success and not p["official"].success)
+    failing: Counter = Counter()
+    for p in gap:
+        s = p["strict"]
+        for box in (s.commonsense or {}, s.hard or {}):
+            failing.update(k for k, (ok, _) in box.items() if ok is False)
+    out["strict_failures_in_gap"] = dict(sorted(failing.items(), key=lambda kv: (-kv[1], kv[0])))
+    return out
+
+
+def loophole_audit(queries: Sequence[dict], plans: Sequence, db: Database) -> dict:
+    """Score plan i against query i under both modes and return `audit_scores` of them."""
+    if len(queries) != len(plans):
+        raise ValueError(f"{len(queries)} queries but {len(plans)} plans: the audit pairs them one to one")
+    lk = Lookup.for_db(db)
+    return audit_scores([score_both(q, p, db, lk) for q, p in zip(queries, plans)])
+
+
+def audit_table(audit: dict) -> str:
+    """Markdown: one row per mode (success, cs macro, hard macro in %), then the gap line."""
+    lines = ["| evaluator mode | " + " | ".join(name for *_, name in AUDIT_RATES) + " |",
+             "|---|" + "---|" * len(AUDIT_RATES)]
+    for mode in MODES:
+        lines.append(f"| {mode} | " + " | ".join(f"{100 * audit[f'{mode}_{key}']:.1f}" for key, *_ in AUDIT_RATES)
+                     + " |")
+    lines += ["", f"loophole gap (pass official, fail strict): {audit['loophole_gap']} of {audit['audit_n']} plans "
+                  f"({100 * audit['loophole_gap_rate']:.1f}%); pass strict, fail official: {audit['strict_only_pass']}"]
+    if audit.get("strict_failures_in_gap"):
+        lines.append("strict checks failed by the gap plans: "
+                     + ", ".join(f"{k} {v}" for k, v in audit["strict_failures_in_gap"].items()))
+    return "\n".join(lines)

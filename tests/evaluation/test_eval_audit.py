@@ -1,0 +1,83 @@
+"""The loophole audit: plans known to pass the official evaluator and fail the strict one are counted
+as the gap, in `star.evaluation.audit`, in `star eval-agent`'s metrics and in the comparison report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from star.evaluation.audit import AUDIT_KEYS, audit_table, loophole_audit
+
+
+def _quirk_plans(q, p):
+    """(plan, passes official, passes strict): a good plan, two official loopholes, one plain failure.
+    Raises the budget so that the swapped-in restaurant's price cannot decide a verdict."""
+    q["budget"] += 1000
+    spelled = [dict(d) for d in p]  # the same restaurant twice, once written without the space (quirk)
+    spelled[1]["dinner"] = spelled[1]["breakfast"].replace(", ", ",")
+    repeated = [dict(d) for d in p]  # the same attraction twice, the second without its trailing ';' (quirk)
+    repeated[1]["attraction"] = repeated[1]["attraction"] + repeated[0]["attraction"].rstrip(";")
+    broken = [dict(d) for d in p]  # a hallucinated accommodation fails both modes
+    broken[1]["accommodation"] = f"Castle in the Air, {q['dest']}"
+    return [(p, True, True), (spelled, True, False), (repeated, True, False), (broken, False, False), (None, False, False)]
+
+
+def test_audit_counts_plans_that_pass_official_and_fail_strict(any_db, trip):
+    q, p = trip(any_db)
+    cases = _quirk_plans(q, p)
+    audit = loophole_audit([q] * len(cases), [c[0] for c in cases], any_db)
+    n = len(cases)
+    assert set(AUDIT_KEYS) <= set(audit) and audit["audit_n"] == n
+    assert all(isinstance(audit[k], (int, float)) for k in AUDIT_KEYS)  # flat numbers: DVC / MLflow metrics
+    assert audit["official_success_rate"] == pytest.approx(sum(c[1] for c in cases) / n)  # 3 of 5
+    assert audit["strict_success_rate"] == pytest.approx(sum(c[2] for c in cases) / n)  # 1 of 5
+    assert audit["loophole_gap"] == 2 and audit["loophole_gap_rate"] == pytest.approx(2 / n)
+    assert audit["strict_only_pass"] == 0
+    assert audit["strict_failures_in_gap"] == {"is_valid_attractions": 1, "is_valid_restaurants": 1}
+    assert audit["official_commonsense_macro"] == pytest.approx(3 / n)
+    assert audit["strict_commonsense_macro"] == pytest.approx(1 / n)
+    table = audit_table(audit)
+    assert "| official | 60.0 |" in table and "| strict | 20.0 |" in table and "2 of 5 plans (40.0%)" in table
+
+
+def test_audit_refuses_unpaired_inputs(generated_db, trip):
+    q, p = trip(generated_db)
+    with pytest.raises(ValueError, match="2 queries but 1 plans"):
+        loophole_audit([q, q], [p], generated_db)
+
+
+def test_eval_agent_metrics_carry_the_audit(generated_db, trip, tmp_path):
+    from star.agent.config import EvalConfig
+    from star.agent.eval_agent import metric_table, metrics, write_outputs
+    from star.agent.trajectory import Trajectory
+
+    q, p = trip(generated_db)
+    cases = _quirk_plans(q, p)
+    queries = [{**q, "id": f"q{i}"} for i in range(len(cases))]
+    trajs = [Trajectory(query_id=f"q{i}", messages=[], finish_reason="answer" if plan else "format_error",
+                        plan=plan, level="easy") for i, (plan, _, _) in enumerate(cases)]
+    for mode, success in (("official", 3 / 5), ("strict", 1 / 5)):
+        m = metrics(trajs, queries, generated_db, mode)
+        assert m["success_rate"] == pytest.approx(success)  # the report's own mode
+        assert m["loophole_gap"] == 2 and m["official_success_rate"] == pytest.approx(3 / 5)
+    out = write_outputs(tmp_path, trajs, m, EvalConfig())
+    saved = json.loads((out / "metrics.json").read_text())
+    assert saved["loophole_gap_rate"] == pytest.approx(0.4) and saved["strict_hard_macro"] <= saved["official_hard_macro"]
+    assert "loophole gap (pass official, fail strict): 2 of 5" in (out / "metrics.md").read_text()
+    assert "| strict | 20.0 |" in metric_table(m)
+    with pytest.raises(ValueError, match="unknown evaluator mode"):
+        metrics(trajs, queries, generated_db, "lenient")
+
+
+def test_comparison_report_shows_the_gap_per_variant():
+    from star.tracking.report import VariantResult, build_report, render_markdown
+
+    variants = [VariantResult("official-reward", {}, {"a": 1.0, "b": 1.0}, {"loophole_gap_rate": 0.25}),
+                VariantResult("strict-reward", {}, {"a": 1.0, "b": 0.0}, {"loophole_gap_rate": 0.0})]
+    report = build_report(variants)
+    assert [r["loophole gap"] for r in report.rows] == [0.25, 0.0]
+    text = render_markdown(report)
+    header = next(line for line in text.splitlines() if line.startswith("| variant"))
+    assert "loophole gap" in header
+    assert any(line.startswith("| official-reward") and "| 25.0 |" in line for line in text.splitlines())
