@@ -63,11 +63,10 @@ HEADLINE: dict[str, Metric] = {
     "hard_macro": Metric("hard macro", lambda s, f, r: float(s["hard_macro"]), ("hard_macro",), "hard_macro"),
     "success": Metric("success", lambda s, f, r: float(bool(s["success"])), ("success",), "success_rate"),
     "mean_reward": Metric("mean reward", _reward_value, _PLAN_SCORES, None, percent=False),
-    # The loophole audit (star.evaluation.audit): plans passing the official evaluator but failing the
-    # strict one. eval-agent writes it as an aggregate only, so the table shows it without an interval.
-    "loophole_gap": Metric("loophole gap", lambda s, f, r: float(s["loophole_gap"]), ("loophole_gap",),
-                           "loophole_gap_rate"),
 }
+# The loophole audit (star.evaluation.audit): the share of plans passing the official evaluator but failing
+# the strict one. eval-agent writes it as an aggregate only, so it is a column without an interval.
+LOOPHOLE_GAP = "loophole gap"
 
 
 @dataclass
@@ -318,6 +317,8 @@ def build_report(variants: list[VariantResult], ablation: str = "ablation", desc
                 row.update({m: ci.estimate, f"{m}_low": ci.low, f"{m}_high": ci.high})
             elif HEADLINE[m].aggregate in v.metrics:  # only the aggregate is known: no interval
                 row[m] = v.metrics[HEADLINE[m].aggregate]
+        if "loophole_gap_rate" in v.metrics:
+            row[LOOPHOLE_GAP] = v.metrics["loophole_gap_rate"]
         row["paper_success"] = paper.paper_success(v.setting, paper_table) if v.setting else None
         rows.append(row)
 
@@ -429,11 +430,16 @@ def render_markdown(report: Report, variants: list[VariantResult] | None = None)
                 f"evaluator mode: `{report.evaluator_mode}`. Rates in %{reward}; each value is the mean over queries "
                 f"of the per-query mean over samples, with its {round(report.confidence * 100)}% bootstrap "
                 "interval over queries.", ""]
+        gap = any(LOOPHOLE_GAP in r for r in report.rows)
         header = ["variant", *report.axes, *[f"{HEADLINE[m].label} [CI]" if m in report.metrics else HEADLINE[m].label
-                                             for m in shown], "paper success"]
+                                             for m in shown], *([LOOPHOLE_GAP] if gap else []), "paper success"]
         rows = [[r["variant"], *[r.get(a, "") for a in report.axes], *[_cell(r, m) for m in shown],
+                 *([_pct(r.get(LOOPHOLE_GAP))] if gap else []),
                  "—" if r["paper_success"] is None else f"{r['paper_success']:.1f}"] for r in report.rows]
         out += ["## Headline metrics by variant", "", _md_table(header, rows), ""]
+        if gap:
+            out += [f"{LOOPHOLE_GAP}: % of plans that pass the official evaluator but fail the strict one "
+                    "(a policy can learn the official mode's loopholes).", ""]
     if report.tests:
         out += ["## Paired comparisons (same queries)", "",
                 f"Variant minus baseline per metric (rates in points), {round(report.confidence * 100)}% paired "
@@ -653,6 +659,8 @@ def log_report(tracker, run_id: str, report: Report, files: dict[str, Path]) -> 
                 if f"{m}_low" in r:
                     values[f"{m}_low.{r['variant']}"] = r[f"{m}_low"]
                     values[f"{m}_high.{r['variant']}"] = r[f"{m}_high"]
+        if isinstance(r.get(LOOPHOLE_GAP), (int, float)):
+            values[f"loophole_gap.{r['variant']}"] = r[LOOPHOLE_GAP]
         tracker.log_metrics(run_id, values)
     tracker.log_metrics(run_id, {"variants_failed": len(report.failed)})
     for path in files.values():
