@@ -132,6 +132,7 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
     bar.close()
     eval_after = mean_loss(engine.module, held_out, cfg.micro_batch_size, pad_id) if held_out else None
     summary = {"conversations": len(conversations), "train": len(train), "held_out": len(held_out), "steps": step,
+               "ranks": W,
                "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
                "eval_loss_before": eval_before, "eval_loss_after": eval_after,
                "train_time_s": time.perf_counter() - t_start, "profile": read_profile(model_dir),
