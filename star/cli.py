@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     only = command if command in COMMANDS else None
     parser = build_parser(only)
     args = parser.parse_args(argv)
+    args.argv = argv  # training CLIs re-run this command line under a multi-rank launcher
     if not args.command:
         parser.print_help()
         return 0

@@ -39,6 +39,7 @@ SECTION_MODELS: dict[str, str] = {
     "model": "star.training.config:ModelConfig",
     "sft": "star.training.config:SFTConfig",
     "rl": "star.training.config:GRPOConfig",
+    "launch": "star.training.config:LaunchConfig",
     "sft_data": "star.agent.config:SFTDataConfig",
     "eval": "star.agent.config:EvalConfig",
     "qa": "star.qa.config:QAConfig",

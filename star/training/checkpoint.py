@@ -50,22 +50,38 @@ def tags(root: str | Path) -> list[tuple[int, str]]:
     return sorted(found)
 
 
+def _write_json(path: Path, data: dict) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(data, fh)
+    os.replace(tmp, path)
+
+
 def save(engine, root: str | Path, step: int, state: dict, keep: int = 2) -> Path:
-    """Write checkpoint `step-N` under root; the trainer-state file is written last (its presence marks completion)."""
+    """Write checkpoint `step-N` under root; the trainer-state file is written last (its presence marks completion).
+
+    Collective with several ranks (a shared `root`): DeepSpeed's save writes each rank's shards, each rank
+    its RNG streams (`rng-rank{R}.json`), and rank 0 the trainer state once all of them are on disk."""
+    from star.training import distributed as D
+
     root = Path(root)
     tag = f"step-{step:06d}"
     engine.save_checkpoint(str(root), tag=tag)
-    fd, tmp = tempfile.mkstemp(prefix=".state.", dir=root / tag)
-    with os.fdopen(fd, "w") as fh:
-        json.dump({**state, "step": step, "rng": rng_state()}, fh)
-    os.replace(tmp, root / tag / STATE_FILE)
-    for _, old in tags(root)[:-keep]:
-        shutil.rmtree(root / old, ignore_errors=True)
+    rank = D.rank()
+    if D.world() > 1:
+        _write_json(root / tag / f"rng-rank{rank}.json", rng_state())
+        D.barrier()
+    if rank == 0:
+        _write_json(root / tag / STATE_FILE, {**state, "step": step, "rng": rng_state()})
+        for _, old in tags(root)[:-keep]:
+            shutil.rmtree(root / old, ignore_errors=True)
+    D.barrier()
     return root / tag
 
 
 def load_latest(engine, root: str | Path) -> dict | None:
-    """Restore the newest complete checkpoint into the engine; returns the trainer state (None if none)."""
+    """Restore the newest complete checkpoint into the engine; returns the trainer state (None if none).
+    Every rank calls it (DeepSpeed's load is collective) and finds the same newest tag."""
     found = tags(root)
     if not found:
         return None
@@ -74,5 +90,9 @@ def load_latest(engine, root: str | Path) -> dict | None:
     if path is None:
         raise RuntimeError(f"DeepSpeed could not load checkpoint {Path(root) / tag}")
     state = json.loads((Path(root) / tag / STATE_FILE).read_text())
-    set_rng_state(state.pop("rng"))
+    rng = state.pop("rng")
+    from star.training import distributed as D
+
+    own = Path(root) / tag / f"rng-rank{D.rank()}.json"  # several ranks: each its own streams
+    set_rng_state(json.loads(own.read_text()) if D.world() > 1 and own.is_file() else rng)
     return state

@@ -22,6 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --out")
     parser.add_argument("--no-small-overrides", action="store_true", help="do not apply smoke/cpu profile overrides")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--nproc-per-node", type=int, default=None,
+                        help="training ranks on this node (overrides the params file's launch.nproc_per_node)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +35,12 @@ def run(args: argparse.Namespace) -> int:
     from star.training.grpo import train_grpo
     from star.training.models import read_profile
 
+    from star.training.launch import load_launch, relaunch
+
     try:
+        code = relaunch(load_launch(args.config, args.nproc_per_node), getattr(args, "argv", None) or sys.argv[1:])
+        if code is not None:
+            return code
         profile = None if args.no_small_overrides else read_profile(args.model)
         sets = list(args.set)
         if args.algorithm:
@@ -49,5 +56,9 @@ def run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError, ValidationError) as exc:
         print(f"star grpo: {exc}", file=sys.stderr)
         return 2
+    from star.training.distributed import is_main
+
+    if not is_main():  # one summary on stdout, from rank 0
+        return 0
     print(json.dumps({k: v for k, v in summary.items() if k != "config"}, indent=2, default=str))
     return 0

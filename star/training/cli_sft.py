@@ -16,6 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-small-overrides", action="store_true",
                         help="do not apply the smoke/cpu profile overrides (paper defaults as they are)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--nproc-per-node", type=int, default=None,
+                        help="training ranks on this node (overrides the params file's launch.nproc_per_node)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,12 +28,21 @@ def run(args: argparse.Namespace) -> int:
     from star.training.models import read_profile
     from star.training.sft import train_sft
 
+    from star.training.launch import load_launch, relaunch
+
     try:
+        code = relaunch(load_launch(args.config, args.nproc_per_node), getattr(args, "argv", None) or sys.argv[1:])
+        if code is not None:
+            return code
         profile = None if args.no_small_overrides else read_profile(args.model)
         cfg = resolve_config(SFTConfig, "sft", profile, args.config, args.set)
         summary = train_sft(args.data, args.model, args.out, cfg, progress=not args.quiet)
     except (SFTDataError, FileNotFoundError, ValueError, ValidationError) as exc:
         print(f"star sft: {exc}", file=sys.stderr)
         return 2
+    from star.training.distributed import is_main
+
+    if not is_main():  # one summary on stdout, from rank 0
+        return 0
     print(json.dumps({k: v for k, v in summary.items() if k != "config"}, indent=2))
     return 0

@@ -248,3 +248,32 @@ def resolve_config(cls, section: str, profile: str | None = None, path=None, set
     if unknown:
         raise ValueError(f"unknown {cls.__name__} field(s) {unknown}")
     return cls(**values)
+
+
+class LaunchConfig(_Config):
+    """How many training processes the sft and grpo stages start (`launch:` in params; read by star.training.launch)."""
+
+    nproc_per_node: int = Field(1, ge=1)
+    """Training ranks per node: one per GPU (on CPU, gloo ranks sharing the cores)."""
+    nnodes: int = Field(1, ge=1)
+    """Nodes; more than 1 needs `hostfile` and is started by DeepSpeed's launcher (pdsh/ssh) from the first node."""
+    hostfile: str | None = None
+    """DeepSpeed hostfile (`host slots=N` per line) naming the nodes; required when nnodes > 1."""
+    master_addr: str = "127.0.0.1"
+    """Address of rank 0 (the first node's hostname or IP on several nodes)."""
+    master_port: int | None = Field(None, ge=1, le=65535)
+    """Rendezvous port (None: a free port on one node, 29500 across nodes)."""
+    launcher: Literal["auto", "torchrun", "deepspeed"] = "auto"
+    """auto: torchrun on one node, DeepSpeed's launcher across nodes."""
+
+    @model_validator(mode="after")
+    def _check(self) -> "LaunchConfig":
+        if self.nnodes > 1 and not self.hostfile:
+            raise ValueError(f"launch.nnodes={self.nnodes} needs launch.hostfile (DeepSpeed's `host slots=N` file)")
+        if self.nnodes > 1 and self.launcher == "torchrun":
+            raise ValueError("launch.launcher=torchrun runs on one node; several nodes use launcher deepspeed or auto")
+        return self
+
+    @property
+    def world_size(self) -> int:
+        return self.nproc_per_node * self.nnodes

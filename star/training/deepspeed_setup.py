@@ -116,24 +116,47 @@ def step(engine) -> float | None:
 
 
 def full_state_dict(engine) -> dict:
-    """The model's full weights on every ZeRO stage (stage 3 gathers its partitions)."""
+    """The model's full weights on every ZeRO stage. Collective under ZeRO-3: every rank must call it;
+    stage 3 gathers its partitions onto rank 0 only (other ranks get an empty dict)."""
     if engine.zero_optimization_stage() == 3:
-        return engine._zero3_consolidated_16bit_state_dict()
+        return engine._zero3_consolidated_16bit_state_dict() or {}
     return engine.module.state_dict()
 
 
+def iter_full_params(engine):
+    """(name, full tensor) for every weight, on every rank: what a rank's own rollout engine loads.
+    Under ZeRO-3 each parameter is gathered on all ranks for the moment it is consumed (collective:
+    every rank iterates to the end), so no rank holds more than one whole parameter extra."""
+    if engine.zero_optimization_stage() != 3:
+        yield from engine.module.state_dict().items()
+        return
+    import deepspeed
+
+    for name, param in engine.module.named_parameters():
+        with deepspeed.zero.GatheredParameters([param], modifier_rank=None):
+            yield name, param.data
+    for name, buf in engine.module.named_buffers():
+        yield name, buf
+
+
 def save_pretrained(engine, tokenizer, out, extra_files: dict[str, str] | None = None) -> None:
-    """Save the engine's model + tokenizer by path, atomically (temp dir + rename)."""
+    """Save the engine's model + tokenizer by path, atomically (temp dir + rename). Every rank calls it;
+    rank 0 writes."""
     import shutil
     import tempfile
     from pathlib import Path
 
+    from star.training import distributed as D
+
     out = Path(out)
+    state = full_state_dict(engine)  # collective under ZeRO-3: every rank takes part
+    if not D.is_main():  # rank 0 writes; the others wait until the directory is in place
+        D.barrier()
+        return
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     os.chmod(tmp, 0o755)
     try:
-        state = full_state_dict(engine)
         engine.module.save_pretrained(tmp, state_dict=state)
         tokenizer.save_pretrained(tmp)
         for name, text in (extra_files or {}).items():
@@ -149,3 +172,4 @@ def save_pretrained(engine, tokenizer, out, extra_files: dict[str, str] | None =
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+        D.barrier()

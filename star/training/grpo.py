@@ -66,16 +66,24 @@ def _score(t, key: str) -> float:
     return float(bool(t.scores.get(key))) if key in ("success", "delivered") else float(t.scores.get(key, 0.0) or 0.0)
 
 
+def trajectory_row(t) -> dict:
+    """What the step metrics need of one trajectory: small and picklable, gathered from every rank."""
+    return {"finish_reason": t.finish_reason, "response_tokens": sum(t.policy_mask), "tokens": len(t.token_ids),
+            "tool_calls": t.tool_calls, **{key: _score(t, key) for key in SCORE_KEYS}}
+
+
 def rollout_metrics(trajectories, rewards) -> dict:
-    n = max(len(trajectories), 1)
-    reasons = [t.finish_reason for t in trajectories]
+    """Step metrics over trajectories (or their `trajectory_row`s, e.g. gathered from all ranks)."""
+    rows = [t if isinstance(t, dict) else trajectory_row(t) for t in trajectories]
+    n = max(len(rows), 1)
+    reasons = [r["finish_reason"] for r in rows]
     m = {"reward_mean": statistics.fmean(rewards) if rewards else 0.0,
          "reward_std": statistics.pstdev(rewards) if len(rewards) > 1 else 0.0,
-         "response_tokens": statistics.fmean([sum(t.policy_mask) for t in trajectories]) if trajectories else 0.0,
-         "trajectory_tokens": statistics.fmean([len(t.token_ids) for t in trajectories]) if trajectories else 0.0,
-         "tool_calls": statistics.fmean([t.tool_calls for t in trajectories]) if trajectories else 0.0}
+         "response_tokens": statistics.fmean([r["response_tokens"] for r in rows]) if rows else 0.0,
+         "trajectory_tokens": statistics.fmean([r["tokens"] for r in rows]) if rows else 0.0,
+         "tool_calls": statistics.fmean([r["tool_calls"] for r in rows]) if rows else 0.0}
     for key in SCORE_KEYS:
-        m[key if key != "success" else "success_rate"] = sum(_score(t, key) for t in trajectories) / n
+        m[key if key != "success" else "success_rate"] = sum(r[key] for r in rows) / n
     for reason in ("answer", "format_error", "call_budget", "context_overflow"):
         m[f"finish_{reason}"] = reasons.count(reason) / n
     return m
@@ -89,12 +97,17 @@ class GRPOTrainer:
         from star.rollout.backends.transformers import TransformersBackend
         from star.sandbox.database import load_database
         from star.training import deepspeed_setup as dss
+        from star.training import distributed as D
         from star.training.metrics import MetricsLogger
         from star.training.models import load_model, load_tokenizer
 
         self.cfg = cfg = cfg or GRPOConfig()
         if cfg.torch_threads:
             torch.set_num_threads(cfg.torch_threads)
+        dss.init_distributed()
+        # Data parallel: every rank reads the same query stream and takes whole groups (every W-th query).
+        self.world, self.rank = D.world(), D.rank()
+        progress = progress and self.rank == 0
         torch.manual_seed(cfg.seed)
         random.seed(cfg.seed)
         self.model_dir, self.out, self.progress = Path(model_dir), Path(out), progress
@@ -109,7 +122,7 @@ class GRPOTrainer:
         self.total_steps = per_epoch * cfg.epochs if cfg.max_steps is None else cfg.max_steps
         model = load_model(model_dir)
         # Most micro-batches one optimiser step can see; fewer (DAPO drops) are padded with zero-loss steps.
-        per_mini = math.ceil(cfg.batch_queries * cfg.num_generations / cfg.mini_batches)
+        per_mini = math.ceil(math.ceil(cfg.batch_queries / self.world) * cfg.num_generations / cfg.mini_batches)
         self.gas = math.ceil(per_mini / cfg.micro_batch_size)
         optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
         self.scheduler = dss.linear_schedule(optimizer, self.total_steps * cfg.num_iterations * cfg.mini_batches,
@@ -119,16 +132,17 @@ class GRPOTrainer:
         if cfg.rollout_backend == "vllm":  # GPU workers: a vLLM engine beside the trainer, synced each step
             from star.rollout.backends.vllm import VLLMBackend
 
+            # One engine per rank (tensor parallel 1), asleep while the trainer updates.
             self.backend = VLLMBackend(str(model_dir), self.tokenizer, gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
-                                       max_model_len=cfg.max_context + cfg.max_new_tokens, seed=cfg.seed)
+                                       max_model_len=cfg.max_context + cfg.max_new_tokens, seed=cfg.seed,
+                                       tensor_parallel_size=1, enable_sleep_mode=True)
         else:
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-            self.backend = TransformersBackend(load_model(model_dir).to(device), self.tokenizer,
+            self.backend = TransformersBackend(load_model(model_dir).to(self.engine.device), self.tokenizer,
                                                max_batch=cfg.rollout_batch)
         self.ref_model = None
         if cfg.kl_coef > 0:
             self.ref_model = load_model(model_dir).to(self.engine.device).eval().requires_grad_(False)
-        self.logger = MetricsLogger(self.out / "metrics.jsonl", prefix="rl/")
+        self.logger = MetricsLogger(self.out / "metrics.jsonl" if self.rank == 0 else None, prefix="rl/")
         self.step = 0
         self.best: dict | None = None
 
@@ -170,6 +184,7 @@ class GRPOTrainer:
         from star.rollout.base import derive_seed
         from star.training.advantages import group_advantages
         from star.training.dapo import filter_groups
+        from star.training import distributed as D
         from star.training.rewards import compute_reward, resolve
 
         cfg, G = self.cfg, self.cfg.num_generations
@@ -177,7 +192,8 @@ class GRPOTrainer:
         idx, epoch = self.stream.next(cfg.batch_queries)
         reward_name = resolve(cfg.reward, epoch, cfg.curriculum)
         seed = derive_seed(cfg.seed, "step", self.step)
-        groups, n_branches = self.rollout([self.queries[i] for i in idx], seed)
+        self.batch_ids = D.gather([self.queries[i].get("id", i) for i in D.shard(idx)])  # per rank, for resume checks
+        groups, n_branches = self.rollout([self.queries[i] for i in D.shard(idx)], seed)
 
         def rewards_of(group):
             return [compute_reward(cfg.reward, t.scores, t.finish_reason, epoch, cfg.curriculum) for t in group[0]]
@@ -190,25 +206,35 @@ class GRPOTrainer:
             keep = filter_groups(rewards)
             dropped = len(groups) - len(keep)
             groups, rewards = [groups[i] for i in keep], [rewards[i] for i in keep]
-            # Over-sampling: more queries from the stream until the batch is full of informative groups.
-            while cfg.dapo_oversample and len(groups) < cfg.batch_queries and draws < cfg.dapo_max_draws:
-                more_idx, _ = self.stream.next(cfg.batch_queries - len(groups))
-                more, _ = self.rollout([self.queries[i] for i in more_idx], derive_seed(seed, "draw", draws))
+            # Over-sampling: more queries from the stream until the batch is full of informative groups
+            # (counted over all ranks, so every rank draws the same queries and loops as often).
+            kept = int(D.all_sum(len(groups)))
+            while cfg.dapo_oversample and kept < cfg.batch_queries and draws < cfg.dapo_max_draws:
+                more_idx, _ = self.stream.next(cfg.batch_queries - kept)
+                more, _ = self.rollout([self.queries[i] for i in D.shard(more_idx)], derive_seed(seed, "draw", draws))
                 draws += 1
                 more_rewards = [rewards_of(g) for g in more]
                 keep = filter_groups(more_rewards)
                 dropped += len(more) - len(keep)
                 groups += [more[i] for i in keep]
                 rewards += [more_rewards[i] for i in keep]
+                kept = int(D.all_sum(len(groups)))
+        if hasattr(self.backend, "sleep"):
+            self.backend.sleep()  # a colocated vLLM engine gives its memory to the update
         t_rollout = time.perf_counter() - t0
 
-        metrics = rollout_metrics(all_trajs, all_rewards)
-        metrics.update({"epoch": epoch, "reward_fn": reward_name, "groups": len(groups), "groups_dropped": dropped,
+        rows = [r for part in D.gather([trajectory_row(t) for t in all_trajs]) for r in part]
+        all_rewards = [r for part in D.gather(all_rewards) for r in part]
+        n_groups, dropped, n_branches = (int(v) for v in D.all_reduce([len(groups), dropped, n_branches]))
+        metrics = rollout_metrics(rows, all_rewards)
+        metrics.update({"epoch": epoch, "reward_fn": reward_name, "groups": n_groups, "groups_dropped": dropped,
                         "dapo_draws": draws, "branches": n_branches, "rollout_time_s": t_rollout})
         t1 = time.perf_counter()
         advantages = group_advantages(rewards, cfg.advantage)
-        # All-zero advantages (and no KL) give an exactly zero gradient: skip the forward/backward.
-        if groups and (cfg.kl_coef > 0 or any(a != 0 for g in advantages for a in g)):
+        # All-zero advantages (and no KL) give an exactly zero gradient: skip the forward/backward
+        # (decided over all ranks: the update is collective).
+        informative = D.all_max(float(bool(groups) and any(a != 0 for g in advantages for a in g)))
+        if n_groups and (cfg.kl_coef > 0 or informative):
             metrics.update(self.update(groups, advantages))
         else:  # nothing to learn from: the step still counts (the paper keeps the batch without over-sampling)
             metrics.update({"loss": 0.0, "loss_tokens": 0.0, "grad_norm": 0.0, "optimizer_steps": 0})
@@ -217,7 +243,7 @@ class GRPOTrainer:
         metrics.update({"update_time_s": t_update, "step_time_s": time.perf_counter() - t0,
                         "lr": self.scheduler.get_last_lr()[0]})
         metrics["update_tokens_per_s"] = metrics.get("update_tokens", 0) / t_update if t_update > 0 else 0.0
-        metrics["rollout_tokens_per_s"] = sum(len(t.token_ids) for t in all_trajs) / max(t_rollout, 1e-9)
+        metrics["rollout_tokens_per_s"] = sum(r["tokens"] for r in rows) / max(t_rollout, 1e-9)
         self.step += 1
         return self.logger.log(self.step, metrics)
 
@@ -225,6 +251,7 @@ class GRPOTrainer:
         import torch
 
         from star.training import deepspeed_setup as dss
+        from star.training import distributed as D
         from star.training.batch import build_samples, collate
         from star.training.losses import clipped_surrogate, token_logprobs
 
@@ -238,10 +265,11 @@ class GRPOTrainer:
             advs += g_adv
         # Trajectories with no loss tokens (overlength, or all-zero advantage is kept: it still
         # shapes nothing but costs a forward) are skipped: they add nothing to the gradient.
-        samples = build_samples(trajs, advs, parents, points, mask_overlength=cfg.overlong_filter)
+        samples = build_samples(trajs, advs, parents, points, mask_overlength=cfg.overlong_filter) if trajs else []
         samples = [s for s in samples if any(s.loss_mask[1:])]
-        if not samples:
+        if not D.all_sum(len(samples)):
             return {"loss": 0.0, "loss_tokens": 0.0, "update_tokens": 0, "optimizer_steps": 0}
+        W = self.world
         order = list(range(len(samples)))
         micro = [order[i:i + cfg.micro_batch_size] for i in range(0, len(order), cfg.micro_batch_size)]
         batches = [{k: v.to(engine.device) for k, v in collate([samples[i] for i in mb], self.pad_id).items()}
@@ -256,24 +284,30 @@ class GRPOTrainer:
                 if self.ref_model is not None:
                     b["ref_logprobs"], _ = token_logprobs(self.ref_model, b["input_ids"], b["attention_mask"],
                                                           cfg.temperature)
-        per_mini = math.ceil(len(batches) / cfg.mini_batches)
+        # Mini-batches per pass: as one process would split its batch, the most any rank needs (a rank
+        # with fewer runs zero-loss micro-steps), so every rank steps the optimiser together.
+        per_mini = min(max(1, math.ceil(len(batches) / cfg.mini_batches)), self.gas)
+        n_minis = int(D.all_max(math.ceil(len(batches) / per_mini)))
         stats_acc: dict[str, list[float]] = {}
         grad_norms, entropies, tokens_seen, losses = [], [], 0, []
         rng = random.Random(f"{cfg.seed}:{self.step}")
         for _ in range(cfg.num_iterations):
             shuffled = batches[:]
             rng.shuffle(shuffled)
-            for m in range(0, len(shuffled), per_mini):
+            for m in range(0, n_minis * per_mini, per_mini):
                 mini = shuffled[m:m + per_mini]
-                n_tokens = float(sum(b["loss_mask"].sum() for b in mini))  # token-mean over the mini-batch
+                # token-mean over the mini-batch of all ranks: each rank's loss sums its own tokens
+                n_tokens = D.all_sum(float(sum(float(b["loss_mask"].sum()) for b in mini)))
                 mini_loss = 0.0
                 for k in range(self.gas):
                     if k < len(mini) and n_tokens > 0:
                         b = mini[k]
                         logp, ent = token_logprobs(engine, b["input_ids"], b["attention_mask"], cfg.temperature,
                                                    with_entropy=True)
+                        # n_tokens / W: DeepSpeed averages gradients over the W ranks, so each rank's
+                        # sum over its tokens / (n_tokens / W) averages to the whole batch's token-mean
                         loss, stats = clipped_surrogate(logp, b["old_logprobs"], b["advantages"], b["loss_mask"],
-                                                        cfg.epsilon_low, cfg.epsilon_high, n_tokens=n_tokens,
+                                                        cfg.epsilon_low, cfg.epsilon_high, n_tokens=n_tokens / W,
                                                         ref_logp=b.get("ref_logprobs"), kl_coef=cfg.kl_coef)
                         mask = b["loss_mask"]
                         if mask.sum() > 0:
@@ -289,7 +323,15 @@ class GRPOTrainer:
                     if gn is not None:
                         grad_norms.append(gn)
                 losses.append(mini_loss)
-        self.backend.update_weights(dss.full_state_dict(engine))
+        self.sync_weights()
+        losses = D.all_reduce([x / W for x in losses])
+        tokens_seen = int(D.all_sum(tokens_seen))
+        entropies = [e for part in D.gather(entropies) for e in part]
+        merged: dict[str, list[float]] = {}
+        for part in D.gather(stats_acc):
+            for key, values in part.items():
+                merged.setdefault(key, []).extend(values)
+        stats_acc = merged
         out = {"loss": statistics.fmean(losses) if losses else 0.0,
                "grad_norm": statistics.fmean(grad_norms) if grad_norms else 0.0,
                "entropy": statistics.fmean(entropies) if entropies else 0.0,
@@ -299,14 +341,29 @@ class GRPOTrainer:
             out[key] = agg(values) if key != "loss_tokens" else sum(values) / max(cfg.num_iterations, 1)
         return out
 
+    def sync_weights(self) -> None:
+        """The trainer's weights into this rank's rollout backend (ZeRO-3: gathered one parameter at a time)."""
+        from star.training import deepspeed_setup as dss
+
+        if self.engine.zero_optimization_stage() == 3 and not hasattr(self.backend, "sleep"):
+            # the transformers backend loads a state dict: materialise the gathered parameters
+            self.backend.update_weights({k: v.detach().clone() for k, v in dss.iter_full_params(self.engine)})
+        elif self.engine.zero_optimization_stage() == 3:
+            self.backend.update_weights(dss.iter_full_params(self.engine))
+        else:
+            self.backend.update_weights(dss.full_state_dict(self.engine))
+
     # -- validation, checkpoints ------------------------------------------------------------------
     def validate(self) -> dict:
         from star.training.rewards import compute_reward
 
+        from star.training import distributed as D
+
         queries = self.val_queries[: self.cfg.eval_queries] if self.cfg.eval_queries else self.val_queries
-        trajs = self._engine(self.cfg.seed, train=False).run(queries, 1)
-        rewards = [compute_reward("sum", t.scores, t.finish_reason) for t in trajs]
-        m = rollout_metrics(trajs, rewards)
+        trajs = self._engine(self.cfg.seed, train=False).run(D.shard(queries), 1)  # each rank a share
+        rewards = [r for part in D.gather([compute_reward("sum", t.scores, t.finish_reason) for t in trajs])
+                   for r in part]
+        m = rollout_metrics([r for part in D.gather([trajectory_row(t) for t in trajs]) for r in part], rewards)
         return {"val_success_rate": m["success_rate"], "val_reward_sum": m["reward_mean"],
                 "val_delivered": m["delivered"], "val_format_error": m["finish_format_error"]}
 
@@ -323,6 +380,9 @@ class GRPOTrainer:
         """`selected/` = the best validated model when validation ran, else the last: what evaluation reads."""
         source = "best" if self.best is not None and (self.out / "best").is_dir() else "last"
         step = self.best["step"] if source == "best" else self.step
+        info = {"from": source, "step": step}
+        if self.rank != 0:
+            return info
         target = self.out / "selected"
         if target.exists():
             shutil.rmtree(target)
@@ -339,7 +399,7 @@ class GRPOTrainer:
                         {"stream": self.stream.state(), "best": self.best}, keep=self.cfg.keep_checkpoints)
 
     def resume(self) -> bool:
-        from star.training import checkpoint, deepspeed_setup as dss
+        from star.training import checkpoint
 
         state = checkpoint.load_latest(self.engine, self.out / "checkpoints")
         if state is None:
@@ -347,7 +407,7 @@ class GRPOTrainer:
         self.step = state["step"]
         self.stream = QueryStream(len(self.queries), self.cfg.seed, **state["stream"])
         self.best = state.get("best")
-        self.backend.update_weights(dss.full_state_dict(self.engine))
+        self.sync_weights()
         self.logger.truncate_after(self.step)
         return True
 
@@ -356,7 +416,7 @@ class GRPOTrainer:
 
         cfg = self.cfg
         resumed = self.resume() if resume else False
-        if not resumed and self.logger.path.exists():
+        if not resumed and self.logger.path and self.logger.path.exists():
             self.logger.path.unlink()
         bar = tqdm(total=self.total_steps, initial=self.step, desc=f"rl ({cfg.algorithm})", disable=not self.progress)
         last = {}
@@ -377,8 +437,9 @@ class GRPOTrainer:
         self._save_model("last", {"step": self.step})
         selected = self._select()
         summary = {"steps": self.step, "resumed": resumed, "best": self.best, "selected": selected,
-                   "last_metrics": last, "config": cfg.model_dump()}
-        (self.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+                   "ranks": self.world, "last_metrics": last, "config": cfg.model_dump()}
+        if self.rank == 0:
+            (self.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
         return summary
 
 

@@ -49,14 +49,19 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
     from tqdm.auto import tqdm
 
     from star.training import deepspeed_setup as dss
+    from star.training import distributed as D
     from star.training.metrics import MetricsLogger
     from star.training.models import load_model, load_tokenizer, read_profile
 
     cfg = cfg or SFTConfig()
     if cfg.torch_threads:
         torch.set_num_threads(cfg.torch_threads)
-    if cfg.batch_size % cfg.micro_batch_size:
-        raise ValueError(f"batch_size ({cfg.batch_size}) must be a multiple of micro_batch_size ({cfg.micro_batch_size})")
+    dss.init_distributed()
+    W, R = D.world(), D.rank()
+    if cfg.batch_size % (cfg.micro_batch_size * W):
+        raise ValueError(f"batch_size ({cfg.batch_size}) must be a multiple of micro_batch_size x ranks "
+                         f"({cfg.micro_batch_size} x {W})")
+    progress = progress and D.is_main()
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     out = Path(out)
@@ -77,7 +82,7 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
     held_out = [examples[i] for i in order[:n_eval]]
     train = [examples[i] for i in order[n_eval:]]
 
-    gas = cfg.batch_size // cfg.micro_batch_size
+    gas = cfg.batch_size // (cfg.micro_batch_size * W)  # per rank: W ranks together see batch_size
     steps_per_epoch = max(1, math.ceil(len(train) / cfg.batch_size))
     total_steps = steps_per_epoch * cfg.epochs
     if cfg.max_steps is not None:
@@ -88,25 +93,28 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
     scheduler = dss.linear_schedule(optimizer, total_steps, cfg.warmup_ratio)
     engine = dss.initialize(model, optimizer, scheduler,
                             dss.ds_config(cfg.micro_batch_size, gas, cfg.zero_stage, cfg.bf16, cfg.gradient_clipping))
-    logger = MetricsLogger(out / "sft_metrics.jsonl", prefix="sft/")
-    if logger.path.exists():
+    logger = MetricsLogger(out / "sft_metrics.jsonl" if D.is_main() else None, prefix="sft/")
+    if logger.path and logger.path.exists():
         logger.path.unlink()
 
     step, t_start, losses = 0, time.perf_counter(), []
     bar = tqdm(total=total_steps, desc="sft", disable=not progress)
     for epoch in range(cfg.epochs):
         batches = micro_batches([len(e) for e in train], cfg.micro_batch_size, cfg.seed, epoch, cfg.bucketing)
-        # One optimiser step = `gas` micro-batches; the loss divides by the tokens of all of them.
-        for g in range(0, len(batches), gas):
+        # One optimiser step = gas x W micro-batches, rank r taking every W-th from r; the loss divides
+        # by the label tokens of all of them (every rank holds the data, so each counts them alike).
+        for g in range(0, len(batches), gas * W):
             if step >= total_steps:
                 break
-            group = [collate([train[i] for i in mb], pad_id) for mb in batches[g:g + gas]]
-            n_tokens = sum(int((b["labels"][:, 1:] != IGNORE).sum()) for b in group)
+            step_batches = batches[g:g + gas * W]
+            n_tokens = sum(sum(int(sum(train[i].loss_mask[1:])) for i in mb) for mb in step_batches)
+            group = [collate([train[i] for i in mb], pad_id) for mb in D.shard(step_batches, R, W)]
             t0, step_loss, seen, grad_norm = time.perf_counter(), 0.0, 0, None
             for k in range(gas):
                 if k < len(group):
                     loss_sum, _ = token_losses(engine, group[k])
-                    loss = loss_sum / max(n_tokens, 1)
+                    # x W: DeepSpeed averages gradients over ranks; the sum over ranks is the batch's gradient
+                    loss = loss_sum * W / max(n_tokens, 1)
                     step_loss += float(loss.detach())
                     seen += int(group[k]["attention_mask"].sum())
                 else:  # a short last group: zero-loss micro-steps keep DeepSpeed's accumulation boundary
@@ -115,6 +123,8 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
                 norm = dss.step(engine)
                 grad_norm = norm if norm is not None else grad_norm
             step += 1
+            step_loss, seen = D.all_reduce([step_loss / W, seen])
+            seen = int(seen)
             dt = time.perf_counter() - t0
             losses.append(step_loss)
             logger.log(step, {"loss": step_loss, "lr": scheduler.get_last_lr()[0], "epoch": epoch + 1,
@@ -125,7 +135,7 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
     bar.close()
     eval_after = mean_loss(engine.module, held_out, cfg.micro_batch_size, pad_id) if held_out else None
     summary = {"conversations": len(conversations), "train": len(train), "held_out": len(held_out), "steps": step,
-               **fit,
+               **fit, "ranks": W,
                "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
                "eval_loss_before": eval_before, "eval_loss_after": eval_after,
                "train_time_s": time.perf_counter() - t_start, "profile": read_profile(model_dir),
