@@ -206,7 +206,7 @@ class GRPOTrainer:
         metrics.update({"epoch": epoch, "reward_fn": reward_name, "groups": len(groups), "groups_dropped": dropped,
                         "dapo_draws": draws, "branches": n_branches, "rollout_time_s": t_rollout})
         t1 = time.perf_counter()
-        advantages = group_advantages(rewards, cfg.advantage)
+        advantages = group_advantages(rewards, cfg.advantage, cfg.advantage_epsilon)
         # All-zero advantages (and no KL) give an exactly zero gradient: skip the forward/backward.
         if groups and (cfg.kl_coef > 0 or any(a != 0 for g in advantages for a in g)):
             metrics.update(self.update(groups, advantages))
