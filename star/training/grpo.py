@@ -83,7 +83,9 @@ def rollout_metrics(trajectories, rewards) -> dict:
 
 class GRPOTrainer:
     def __init__(self, model_dir: str | Path, queries: list[dict], out: str | Path, cfg: GRPOConfig | None = None,
-                 val_queries: list[dict] | None = None, db=None, progress: bool = True):
+                 val_queries: list[dict] | None = None, db=None, progress: bool = True, env_factory=None):
+        """`env_factory(seed) -> ProtocolEnv` trains on another task over the same protocol (knowledge QA,
+        the learning probe); None: TravelPlanner over `db`. The reward is `cfg.reward` of the env's scores."""
         import torch
 
         from star.rollout.backends.transformers import TransformersBackend
@@ -100,7 +102,8 @@ class GRPOTrainer:
         self.model_dir, self.out, self.progress = Path(model_dir), Path(out), progress
         self.out.mkdir(parents=True, exist_ok=True)
         self.queries, self.val_queries = training_queries(queries, cfg), val_queries or []
-        self.db = db if db is not None else load_database()
+        self.env_factory = env_factory
+        self.db = db if db is not None or env_factory is not None else load_database()
         self.tokenizer = load_tokenizer(model_dir)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None \
             else self.tokenizer.eos_token_id
@@ -144,7 +147,8 @@ class GRPOTrainer:
         rollout = RolloutConfig(seed=seed, temperature=cfg.temperature if train else cfg.eval_temperature,
                                 top_p=cfg.top_p if train else cfg.eval_top_p, max_new_tokens=cfg.max_new_tokens,
                                 max_batch=cfg.rollout_batch, max_in_flight=2 * cfg.rollout_batch, progress=False)
-        return RolloutEngine(self.backend, self.db, agent, rollout, agent_name=str(self.model_dir))
+        return RolloutEngine(self.backend, self.db, agent, rollout, agent_name=str(self.model_dir),
+                             env_factory=self.env_factory)
 
     def rollout(self, queries: list[dict], seed: int):
         """Groups of G trajectories per query, with ARPO's branch bookkeeping (parents / branch points)."""
@@ -391,5 +395,5 @@ def _link_or_copy(src: str, dst: str) -> str:
 
 
 def train_grpo(model_dir, queries, out, cfg: GRPOConfig | None = None, val_queries=None, db=None,
-               resume: bool = False, progress: bool = True) -> dict:
-    return GRPOTrainer(model_dir, queries, out, cfg, val_queries, db, progress).train(resume=resume)
+               resume: bool = False, progress: bool = True, env_factory=None) -> dict:
+    return GRPOTrainer(model_dir, queries, out, cfg, val_queries, db, progress, env_factory).train(resume=resume)
