@@ -186,7 +186,9 @@ class GRPOTrainer:
         def rewards_of(group):
             return [compute_reward(cfg.reward, t.scores, t.finish_reason, epoch, cfg.curriculum) for t in group[0]]
 
+        t_score = time.perf_counter()
         rewards = [rewards_of(g) for g in groups]
+        t_score = time.perf_counter() - t_score
         all_trajs = [t for g in groups for t in g[0]]
         all_rewards = [r for rs in rewards for r in rs]
         dropped, draws = 0, 1
@@ -211,6 +213,9 @@ class GRPOTrainer:
                         "dapo_draws": draws, "branches": n_branches, "rollout_time_s": t_rollout})
         t1 = time.perf_counter()
         advantages = group_advantages(rewards, cfg.advantage, cfg.advantage_epsilon)
+        # Scoring: rewards and advantages here (the evaluator itself runs inside the rollout, in the env).
+        metrics["score_time_s"] = t_score + time.perf_counter() - t1
+        t1 = time.perf_counter()
         # All-zero advantages (and no KL) give an exactly zero gradient: skip the forward/backward.
         if groups and (cfg.kl_coef > 0 or any(a != 0 for g in advantages for a in g)):
             metrics.update(self.update(groups, advantages))
