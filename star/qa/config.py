@@ -113,3 +113,5 @@ class LearnConfig(_Config):
     """Episode limits of training and evaluation; temperature / top_p / seed are the evaluation's."""
     eval_samples: int = Field(2, ge=1)
     """Episodes per held-out question and model; sample s of question q has the same seed for both models."""
+    torch_threads: int | None = Field(None, ge=1)
+    """torch intra-op threads of the evaluation on CPU (None: torch's default)."""

@@ -151,6 +151,10 @@ def evaluate(model_dir, questions: list[dict], out, cfg: LearnConfig, name: str 
     from star.rollout.config import RolloutConfig
     from star.rollout.engine import RolloutEngine
 
+    import torch
+
+    if cfg.torch_threads:
+        torch.set_num_threads(cfg.torch_threads)
     ep = cfg.episode
     search = retriever(cfg)
     backend = TransformersBackend.from_pretrained(str(model_dir), max_batch=ep.batch_size)
