@@ -1,7 +1,12 @@
-"""Benchmark: the asynchronous rollout engine vs the lock-step baseline, same episodes, same model.
+"""Benchmark: rollouts. `--suite engine` (default): the asynchronous rollout engine vs the lock-step
+baseline, same episodes, same model. `--suite backend`: our TransformersBackend against HF `generate`
+on a real model (decode tok/s, prefill tok/s, a GRPO-shaped group batch). `--suite grpo`: one GRPO step
+of the learn task split into rollout / scoring / update.
 
     .venv/bin/python bench/rollout.py [--episodes 32] [--batch 8] [--in-flight 16] [--threads 2]
                                       [--workload scripted|teacher] [--hidden 128 --layers 4]
+    .venv/bin/python bench/rollout.py --suite backend --model models/learn/base [--prompt-tokens 661]
+    .venv/bin/python bench/rollout.py --suite grpo --model models/learn/sft --params params.yaml
 
 A tiny Qwen2 policy (random weights, our own tokenizer) decodes every turn for real. Because a
 random policy cannot follow the protocol, each episode's turns are fixed by a guide (teacher
@@ -64,8 +69,119 @@ def scripted_turns(db, queries, rng):
     return out
 
 
+def _best(fn, repeats: int):
+    """(best wall seconds, last result) over `repeats` calls."""
+    best, out = float("inf"), None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def backend_suite(args) -> int:
+    """Our backend vs HF generate on the same model, float32, `--threads` threads, best of `--repeats`."""
+    import torch
+
+    from star.rollout.backends.transformers import TransformersBackend
+    from star.rollout.base import SamplingParams
+    from star.rollout.chat import prompt_ids
+    from star.agent.prompt import system_prompt
+
+    torch.set_num_threads(args.threads)
+    if not args.model:
+        print("bench: --suite backend needs --model (e.g. models/learn/base from `star build-model --profile cpu`)")
+        return 2
+    ours = TransformersBackend.from_pretrained(args.model, device="cpu", dtype="float32", max_batch=64,
+                                               prefix_cache=0)
+    model, tok = ours.model, ours.tokenizer
+    G, new = args.group, args.new_tokens
+    # A GRPO-shaped prompt: the TravelPlanner system prompt and a query, cut to --prompt-tokens.
+    long_ids = prompt_ids(tok, [{"role": "system", "content": system_prompt("compact") * 4},
+                                {"role": "user", "content": "Plan a 3-day trip from Dallas to Austin."}])
+    long_ids = long_ids[-args.prompt_tokens:]
+    short_ids = prompt_ids(tok, [{"role": "user", "content": "Tell me about Austin."}])
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+
+    def hf(ids: list[int], n: int, forced_len: int):
+        x = torch.tensor([ids] * n)
+        with torch.inference_mode():
+            return model.generate(x, attention_mask=torch.ones_like(x), do_sample=True, temperature=1.0, top_p=1.0,
+                                  top_k=0, max_new_tokens=forced_len, min_new_tokens=forced_len, pad_token_id=pad)
+
+    torch.manual_seed(0)
+    hf(short_ids, 2, 4)  # warm-up
+    rows = []
+    # Decode: batch 8 from a short prompt; both produce exactly `new` tokens (ours replays HF's sample,
+    # teacher-forced: the same forward passes as sampling them).
+    t_hf, out = _best(lambda: hf(short_ids, 8, new), args.repeats)
+    forced = [r[len(short_ids):].tolist() for r in out]
+    params = [SamplingParams(max_new_tokens=new, seed=i) for i in range(8)]
+    t_ours, _ = _best(lambda: ours.generate([short_ids] * 8, params, forced=forced), args.repeats)
+    rows.append(("decode, batch 8, short prompt", 8 * new / t_ours, 8 * new / t_hf, t_ours, t_hf))
+    # Prefill: one forward over the long prompt, last-position logits only.
+    x = torch.tensor([long_ids])
+    with torch.inference_mode():
+        t_pre, _ = _best(lambda: model(input_ids=x, logits_to_keep=1), args.repeats)
+    # The group: G rollouts of one long prompt.
+    t_hf_g, out = _best(lambda: hf(long_ids, G, new), args.repeats)
+    forced = [r[len(long_ids):].tolist() for r in out]
+    params = [SamplingParams(max_new_tokens=new, seed=i) for i in range(G)]
+    t_g, _ = _best(lambda: ours.generate([long_ids] * G, params, forced=forced), args.repeats)
+    ours.share_prefix = False
+    t_g_plain, _ = _best(lambda: ours.generate([long_ids] * G, params, forced=forced), args.repeats)
+    ours.share_prefix = True
+    print(f"model {args.model}: float32, {args.threads} torch threads, best of {args.repeats}")
+    print("| measurement | ours | HF generate | ours / HF |")
+    print("|---|---|---|---|")
+    r = rows[0]
+    print(f"| {r[0]}: tok/s | {r[1]:.1f} | {r[2]:.1f} | {r[1] / r[2]:.2f}x |")
+    print(f"| prefill {len(long_ids)} tokens (batch 1): tok/s | {len(long_ids) / t_pre:.0f} | | |")
+    print(f"| group: {G} rollouts of one {len(long_ids)}-token prompt, {new} new tokens each: s "
+          f"| {t_g:.1f} (shared prefix) / {t_g_plain:.1f} (per row) | {t_hf_g:.1f} | {t_hf_g / t_g:.2f}x faster |")
+    return 0
+
+
+def grpo_suite(args) -> int:
+    """One GRPO step of the learn task (params `rl` + `learn`) from --model: its time split."""
+    import json
+
+    import torch
+
+    from star.qa.cli_learn import _learn_config
+    from star.qa.learn import read_jsonl, split_questions, train
+    from star.training.config import GRPOConfig, resolve_config
+
+    torch.set_num_threads(args.threads)
+    if not args.model:
+        print("bench: --suite grpo needs --model (the learn SFT model, models/learn/sft)")
+        return 2
+    cfg = _learn_config(args.params, [])
+    rl = resolve_config(GRPOConfig, "rl", None, args.params, [f"max_steps={args.steps}", "save_every=0"])
+    queries = split_questions(cfg)["rl"]
+    with tempfile.TemporaryDirectory() as out:
+        train(args.model, queries, out, rl, cfg, progress=False)
+        rows = [r for r in read_jsonl(Path(out) / "metrics.jsonl") if "rollout_time_s" in r]
+    print(f"GRPO on the learn task from {args.model}: {rl.batch_queries} queries x {rl.num_generations} rollouts a step, "
+          f"{args.threads} torch threads")
+    print("| step | rollout s | scoring s | update s | step s | rollout tok/s | reward |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['step']} | {r['rollout_time_s']:.1f} | {r['score_time_s']:.3f} | {r['update_time_s']:.1f} "
+              f"| {r['step_time_s']:.1f} | {r['rollout_tokens_per_s']:.0f} | {r['reward_mean']:.3f} |")
+    print(json.dumps({k: rows[-1][k] for k in ("rollout_time_s", "score_time_s", "update_time_s")}))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--suite", choices=("engine", "backend", "grpo"), default="engine")
+    ap.add_argument("--model", default=None, help="backend / grpo suites: a saved model directory")
+    ap.add_argument("--params", default="params.yaml", help="grpo suite: resolved params (learn profile)")
+    ap.add_argument("--steps", type=int, default=1, help="grpo suite: GRPO steps")
+    ap.add_argument("--group", type=int, default=8, help="backend suite: rollouts of one prompt")
+    ap.add_argument("--prompt-tokens", type=int, default=661, help="backend suite: length of the group's prompt")
+    ap.add_argument("--new-tokens", type=int, default=64, help="backend suite: tokens generated per sequence")
     ap.add_argument("--episodes", type=int, default=32)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--in-flight", type=int, default=16)
@@ -77,6 +193,10 @@ def main() -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--repeats", type=int, default=2, help="alternating runs per engine; the best wall time counts")
     args = ap.parse_args()
+    if args.suite == "backend":
+        return backend_suite(args)
+    if args.suite == "grpo":
+        return grpo_suite(args)
 
     import torch
 

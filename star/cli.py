@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "grpo": ("star.training.cli_grpo", "GRPO / DAPO / ARPO training with DeepSpeed"),
     "export-checkpoint": ("star.training.cli_export", "a GRPO checkpoint (checkpoints/step-N) as a model directory"),
     "eval-qa": ("star.qa.cli", "out-of-domain knowledge QA with a local search tool"),
+    "learn": ("star.qa.cli_learn", "the learning demonstration: SFT -> GRPO on search-tool QA, paired before/after"),
     "curves": ("star.tracking.cli_curves", "a training run's step metrics (metrics.jsonl) as a table and a plot"),
     "report": ("star.tracking.cli_report", "compare ablation variants: tables, statistics, plots"),
     "serve": ("star.tracking.cli_serve", "start a local Prefect server + worker and the MLflow UI on 127.0.0.1"),

@@ -43,6 +43,7 @@ SECTION_MODELS: dict[str, str] = {
     "sft_data": "star.agent.config:SFTDataConfig",
     "eval": "star.agent.config:EvalConfig",
     "qa": "star.qa.config:QAConfig",
+    "learn": "star.qa.config:LearnConfig",
     "tracking": "star.tracking.config:TrackingConfig",
     "flow": "star.tracking.config:FlowConfig",
     "report": "star.tracking.config:ReportConfig",

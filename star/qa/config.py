@@ -88,3 +88,30 @@ class QAConfig(_Config):
     """Episode and sampling settings."""
     builtin: BuiltinDataConfig = Field(default_factory=BuiltinDataConfig)
     """Built-in QA set and encyclopedia settings."""
+
+
+class LearnConfig(_Config):
+    """The `learn` profile's task (`star learn`): search-tool QA over the built-in encyclopedia, short
+    episodes so that SFT -> GRPO -> a paired before/after evaluation fits two CPU cores."""
+
+    db: str = "generated:0"
+    """Sandbox world the encyclopedia and the questions are written from."""
+    questions: int = Field(800, ge=3)
+    """Distinct questions drawn from the world; the three splits below take disjoint slices of them."""
+    sft_questions: int = Field(160, ge=1)
+    """Questions the built-in teacher answers for SFT (its successes are the SFT data)."""
+    rl_questions: int = Field(160, ge=1)
+    """Questions GRPO trains on."""
+    heldout_questions: int = Field(120, ge=2)
+    """Held-out questions of the before/after evaluation (never trained on)."""
+    seed: int = 0
+    """Seed of question sampling and of the split."""
+    retrieval: RetrievalConfig = Field(default_factory=lambda: RetrievalConfig(top_k=3))
+    """Retriever of the Search tool (fewer passages than the paper's 5: shorter episodes)."""
+    episode: EpisodeConfig = Field(default_factory=lambda: EpisodeConfig(
+        max_turns=4, max_new_tokens=96, max_context=2048, passage_chars=200, batch_size=16))
+    """Episode limits of training and evaluation; temperature / top_p / seed are the evaluation's."""
+    eval_samples: int = Field(2, ge=1)
+    """Episodes per held-out question and model; sample s of question q has the same seed for both models."""
+    torch_threads: int | None = Field(None, ge=1)
+    """torch intra-op threads of the evaluation on CPU (None: torch's default)."""

@@ -2,7 +2,9 @@
 
 Input: rewards of one rollout batch as a list of groups (one group per query, G rewards each,
 overlength rollouts included: they count in the group statistics even though their tokens carry
-no loss). Output: one scalar advantage per trajectory, same shape.
+no loss). Output: one scalar advantage per trajectory, same shape. Every estimator takes `eps`, the
+constant added to a group's std before dividing (GRPOConfig.advantage_epsilon; estimators that do
+not divide ignore it).
 """
 
 from __future__ import annotations
@@ -10,9 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-AdvantageFn = Callable[[Sequence[float]], list[float]]
+AdvantageFn = Callable[[Sequence[float], float], list[float]]
 ADVANTAGES: dict[str, AdvantageFn] = {}
-EPS = 1e-6
 
 
 def register(name: str):
@@ -31,21 +32,21 @@ def _mean_std(xs: Sequence[float]) -> tuple[float, float]:
 
 
 @register("grpo")
-def grpo(rewards: Sequence[float]) -> list[float]:
+def grpo(rewards: Sequence[float], eps: float) -> list[float]:
     """(r - mean) / (std + eps) within the group; an all-equal group gives all zeros."""
     mean, std = _mean_std(rewards)
-    return [(r - mean) / (std + EPS) for r in rewards]
+    return [(r - mean) / (std + eps) for r in rewards]
 
 
 @register("dr_grpo")
-def dr_grpo(rewards: Sequence[float]) -> list[float]:
+def dr_grpo(rewards: Sequence[float], eps: float) -> list[float]:
     """Mean-centred only (no std division, which over-weights near-uniform groups)."""
     mean, _ = _mean_std(rewards)
     return [r - mean for r in rewards]
 
 
 @register("rloo")
-def rloo(rewards: Sequence[float]) -> list[float]:
+def rloo(rewards: Sequence[float], eps: float) -> list[float]:
     """Leave-one-out baseline: r_i minus the mean of the other rewards of the group."""
     n, total = len(rewards), sum(rewards)
     if n < 2:
@@ -53,7 +54,15 @@ def rloo(rewards: Sequence[float]) -> list[float]:
     return [r - (total - r) / (n - 1) for r in rewards]
 
 
-def group_advantages(groups: Sequence[Sequence[float]], name: str = "grpo") -> list[list[float]]:
+def group_advantages(groups: Sequence[Sequence[float]], name: str = "grpo",
+                     eps: float | None = None) -> list[list[float]]:
+    """Advantages of every group; `eps` None takes GRPOConfig's default (TRL's 1e-4)."""
     if name not in ADVANTAGES:
         raise ValueError(f"unknown advantage estimator {name!r} (expected one of {sorted(ADVANTAGES)})")
-    return [ADVANTAGES[name](list(g)) for g in groups]
+    if eps is None:
+        from star.training.config import GRPOConfig
+
+        eps = GRPOConfig.model_fields["advantage_epsilon"].default
+    if eps < 0:
+        raise ValueError(f"advantage epsilon must be >= 0, got {eps}")
+    return [ADVANTAGES[name](list(g), eps) for g in groups]

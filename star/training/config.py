@@ -98,6 +98,8 @@ class GRPOConfig(_Config):
     """Curriculum schedule: (first epoch, reward) pairs, 1-based epochs (paper: sum 1-2, macro 3-4, success 5)."""
     advantage: str = "grpo"
     """Advantage estimator from the registry (grpo: reward normalised within the group)."""
+    advantage_epsilon: float = Field(1e-4, ge=0.0)
+    """Added to the group's reward std before dividing (TRL's 1e-4; 1e-6 inflated near-uniform groups 1.21x)."""
     num_generations: int = Field(8, ge=1)
     """G: rollouts per query (the group)."""
     batch_queries: int = Field(32, ge=1)

@@ -91,7 +91,9 @@ def rollout_metrics(trajectories, rewards) -> dict:
 
 class GRPOTrainer:
     def __init__(self, model_dir: str | Path, queries: list[dict], out: str | Path, cfg: GRPOConfig | None = None,
-                 val_queries: list[dict] | None = None, db=None, progress: bool = True):
+                 val_queries: list[dict] | None = None, db=None, progress: bool = True, env_factory=None):
+        """`env_factory(seed) -> ProtocolEnv` trains on another task over the same protocol (knowledge QA,
+        the learning probe); None: TravelPlanner over `db`. The reward is `cfg.reward` of the env's scores."""
         import torch
 
         from star.rollout.backends.transformers import TransformersBackend
@@ -113,7 +115,8 @@ class GRPOTrainer:
         self.model_dir, self.out, self.progress = Path(model_dir), Path(out), progress
         self.out.mkdir(parents=True, exist_ok=True)
         self.queries, self.val_queries = training_queries(queries, cfg), val_queries or []
-        self.db = db if db is not None else load_database()
+        self.env_factory = env_factory
+        self.db = db if db is not None or env_factory is not None else load_database()
         self.tokenizer = load_tokenizer(model_dir)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None \
             else self.tokenizer.eos_token_id
@@ -158,7 +161,8 @@ class GRPOTrainer:
         rollout = RolloutConfig(seed=seed, temperature=cfg.temperature if train else cfg.eval_temperature,
                                 top_p=cfg.top_p if train else cfg.eval_top_p, max_new_tokens=cfg.max_new_tokens,
                                 max_batch=cfg.rollout_batch, max_in_flight=2 * cfg.rollout_batch, progress=False)
-        return RolloutEngine(self.backend, self.db, agent, rollout, agent_name=str(self.model_dir))
+        return RolloutEngine(self.backend, self.db, agent, rollout, agent_name=str(self.model_dir),
+                             env_factory=self.env_factory)
 
     def rollout(self, queries: list[dict], seed: int):
         """Groups of G trajectories per query, with ARPO's branch bookkeeping (parents / branch points)."""
@@ -198,7 +202,9 @@ class GRPOTrainer:
         def rewards_of(group):
             return [compute_reward(cfg.reward, t.scores, t.finish_reason, epoch, cfg.curriculum) for t in group[0]]
 
+        t_score = time.perf_counter()
         rewards = [rewards_of(g) for g in groups]
+        t_score = time.perf_counter() - t_score
         all_trajs = [t for g in groups for t in g[0]]
         all_rewards = [r for rs in rewards for r in rs]
         dropped, draws = 0, 1
@@ -230,7 +236,10 @@ class GRPOTrainer:
         metrics.update({"epoch": epoch, "reward_fn": reward_name, "groups": n_groups, "groups_dropped": dropped,
                         "dapo_draws": draws, "branches": n_branches, "rollout_time_s": t_rollout})
         t1 = time.perf_counter()
-        advantages = group_advantages(rewards, cfg.advantage)
+        advantages = group_advantages(rewards, cfg.advantage, cfg.advantage_epsilon)
+        # Scoring: rewards and advantages here (the evaluator itself runs inside the rollout, in the env).
+        metrics["score_time_s"] = t_score + time.perf_counter() - t1
+        t1 = time.perf_counter()
         # All-zero advantages (and no KL) give an exactly zero gradient: skip the forward/backward
         # (decided over all ranks: the update is collective).
         informative = D.all_max(float(bool(groups) and any(a != 0 for g in advantages for a in g)))
@@ -452,5 +461,5 @@ def _link_or_copy(src: str, dst: str) -> str:
 
 
 def train_grpo(model_dir, queries, out, cfg: GRPOConfig | None = None, val_queries=None, db=None,
-               resume: bool = False, progress: bool = True) -> dict:
-    return GRPOTrainer(model_dir, queries, out, cfg, val_queries, db, progress).train(resume=resume)
+               resume: bool = False, progress: bool = True, env_factory=None) -> dict:
+    return GRPOTrainer(model_dir, queries, out, cfg, val_queries, db, progress, env_factory).train(resume=resume)

@@ -128,3 +128,44 @@ def test_prefix_cache_keeps_one_entry_per_episode_and_a_token_budget(tiny_model_
                                                 prefix_cache_tokens=max(map(len, prompts)) + 6)
     small.generate(prompts, p)
     assert sum(len(a) for a, _ in small._prefix.values()) <= small.prefix_cache_tokens
+
+
+def _count_prefill_tokens(backend) -> list[int]:
+    """Tokens each forward pass of more than one position feeds the model (prefill work)."""
+    fed: list[int] = []
+
+    def hook(_module, args, kwargs):
+        ids = kwargs.get("input_ids")
+        if ids is not None and ids.shape[1] > 1:
+            fed.append(int(ids.numel()))
+
+    backend.model.register_forward_pre_hook(hook, with_kwargs=True)
+    return fed
+
+
+def test_a_group_prefills_its_shared_prompt_once_without_changing_the_samples(tiny_model_dir):
+    from star.rollout.backends.transformers import TransformersBackend
+
+    shared = TransformersBackend.from_pretrained(str(tiny_model_dir), device="cpu", prefix_cache=0, max_batch=16)
+    plain = TransformersBackend.from_pretrained(str(tiny_model_dir), device="cpu", prefix_cache=0, max_batch=16,
+                                                share_prefix=False)
+    tok = shared.tokenizer
+    system = {"role": "system", "content": "You plan trips with tools. " * 8}
+    group = prompt_ids(tok, [system, {"role": "user", "content": "Plan a trip from Dallas to Austin."}])
+    other = prompt_ids(tok, [system, {"role": "user", "content": "Hi"}])  # shares only the system prompt
+    lone = prompt_ids(tok, [{"role": "user", "content": "Something else entirely."}])
+    prompts = [group] * 4 + [other, lone] + [group] * 2
+    fed_shared, fed_plain = _count_prefill_tokens(shared), _count_prefill_tokens(plain)
+    for params in ([SamplingParams(max_new_tokens=12, seed=s) for s in range(len(prompts))],
+                   SamplingParams(max_new_tokens=12, temperature=0.0)):
+        fed_shared.clear(), fed_plain.clear()
+        a, b = shared.generate(prompts, params), plain.generate(prompts, params)
+        assert [g.token_ids for g in a] == [g.token_ids for g in b]
+        for x, y in zip(a, b):
+            assert x.logprobs == pytest.approx(y.logprobs, abs=1e-4)
+            assert x.finish_reason == y.finish_reason
+        # Plain: every row prefills the whole (padded) prompt. Shared: the group's prompt once, then one
+        # token per group row, `other` beyond the system prompt it shares, `lone` all of its own.
+        assert fed_plain == [len(prompts) * len(group)]
+        assert fed_shared[0] == len(group) - 1
+        assert sum(fed_shared) < fed_plain[0] / 2

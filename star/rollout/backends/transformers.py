@@ -6,7 +6,10 @@ else is in the batch — the async engine and the lock-step baseline then produc
 trajectories); the log-probability of each sampled token comes out of the same pass; and the
 KV cache of a finished generation is kept (prefix caching, as vLLM does), so the next turn of
 a multi-turn episode only runs the new tokens (tool response + header) through the model
-instead of re-reading the whole history.
+instead of re-reading the whole history. Within one batch, prompts that share a long prefix (the
+G rollouts of a GRPO group all start from the same prompt) prefill that prefix once and copy its
+keys/values into every row; and the prefill computes logits for the last position only (the
+vocabulary projection of every prompt position would cost as much as a layer or two).
 """
 
 from __future__ import annotations
@@ -22,8 +25,13 @@ from star.rollout.base import Generation, GenerationBackend, SamplingParams, per
 
 class TransformersBackend(GenerationBackend):
     def __init__(self, model, tokenizer, max_batch: int = 8, device: str | torch.device | None = None,
-                 prefix_cache: int = 64, prefix_cache_tokens: int = 65536):
+                 prefix_cache: int = 64, prefix_cache_tokens: int = 65536, share_prefix: bool = True,
+                 min_shared_prefix: int = 16):
         self.model = model.eval()
+        self.share_prefix = share_prefix
+        """Prefill a prefix shared by several prompts of one batch once (a group's rollouts), not once per row."""
+        self.min_shared_prefix = min_shared_prefix
+        """Shortest shared prefix (tokens, beyond what the prefix cache already holds) worth a separate pass."""
         self.prefix_cache = prefix_cache
         """Most finished sequences whose KV cache is kept for reuse (0 = off); LRU."""
         self.prefix_cache_tokens = prefix_cache_tokens
@@ -43,7 +51,7 @@ class TransformersBackend(GenerationBackend):
 
     @classmethod
     def from_pretrained(cls, path: str, device: str | None = None, dtype: str | None = None, max_batch: int = 8,
-                        prefix_cache: int = 64, prefix_cache_tokens: int = 65536):
+                        prefix_cache: int = 64, prefix_cache_tokens: int = 65536, share_prefix: bool = True):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -51,7 +59,7 @@ class TransformersBackend(GenerationBackend):
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype).to(device)
         return cls(model, tokenizer, max_batch=max_batch, device=device, prefix_cache=prefix_cache,
-                   prefix_cache_tokens=prefix_cache_tokens)
+                   prefix_cache_tokens=prefix_cache_tokens, share_prefix=share_prefix)
 
     def update_weights(self, state_dict) -> None:
         """Load new policy weights in place (RL: after each optimiser step)."""
@@ -86,6 +94,8 @@ class TransformersBackend(GenerationBackend):
         B, dev = len(prompts), self.device
         # Reuse the longest cached prefix of each prompt; only the rest goes through the model.
         hits = [self._lookup(p) for p in prompts]
+        if self.share_prefix and B > 1:
+            hits = self._share_prefixes(prompts, hits)
         c = [h[0] if h else 0 for h in hits]
         sfx = [len(p) - cb for p, cb in zip(prompts, c)]
         C, S = max(c), max(sfx)
@@ -110,7 +120,8 @@ class TransformersBackend(GenerationBackend):
         if any(p.max_new_tokens < 1 for p in plist) or any(f is not None and not f for f in forced):
             raise ValueError("every sequence needs max_new_tokens >= 1 and a non-empty forced continuation")
         active = [True] * B
-        res = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, past_key_values=past, use_cache=True)
+        res = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, past_key_values=past, use_cache=True,
+                         logits_to_keep=1)
         past, logits = res.past_key_values, res.logits[:, -1, :]
         last_pos = pos[:, -1]
         rows = list(range(B))  # batch row -> sequence; finished sequences leave the batch
@@ -178,6 +189,55 @@ class TransformersBackend(GenerationBackend):
         self._prefix.move_to_end(best_key)
         kv = self._prefix[best_key][1]
         return best_n, [(k[:, :best_n], v[:, :best_n]) for k, v in kv]
+
+    def _share_prefixes(self, prompts: Sequence[Sequence[int]], hits: list):
+        """Rows whose prompts share a prefix longer than their cache hits get that prefix's keys/values,
+        computed once. Greedy: each row in turn anchors the longest prefix it shares with a later row
+        (beyond both rows' hits); rows sharing a shorter part of it get a slice of the same keys/values."""
+        import numpy as np
+
+        arrs = [np.asarray(p, dtype=np.int64) for p in prompts]
+        out = list(hits)
+        have = [h[0] if h else 0 for h in hits]
+        done = [False] * len(prompts)
+        for i in range(len(prompts)):
+            if done[i]:
+                continue
+            useful = {}
+            for j in range(i + 1, len(prompts)):
+                if done[j]:
+                    continue
+                m = min(len(arrs[i]), len(arrs[j])) - 1  # at least one token of every row stays to run
+                neq = np.flatnonzero(arrs[i][:m] != arrs[j][:m])
+                lcp = int(neq[0]) if len(neq) else m
+                if lcp - have[j] >= self.min_shared_prefix:
+                    useful[j] = lcp
+            shared = max(useful.values(), default=0)
+            if shared - have[i] < self.min_shared_prefix:
+                continue
+            kv = self._prefill(prompts[i][:shared], out[i])
+            out[i], have[i], done[i] = (shared, kv), shared, True
+            for j, lcp in useful.items():
+                out[j] = (lcp, kv if lcp == shared else [(k[:, :lcp], v[:, :lcp]) for k, v in kv])
+                have[j], done[j] = lcp, lcp == shared
+        return out
+
+    def _prefill(self, ids: Sequence[int], hit):
+        """Keys/values of `ids` (one sequence) per layer, continuing from a cache hit on its start."""
+        from transformers import DynamicCache
+
+        start, past = 0, None
+        if hit:
+            start, past = hit[0], DynamicCache()
+            for layer, (k, v) in enumerate(hit[1]):
+                past.update(k.unsqueeze(0), v.unsqueeze(0), layer)
+        dev = self.device
+        x = torch.tensor([list(ids[start:])], dtype=torch.long, device=dev)
+        pos = torch.arange(start, len(ids), device=dev).view(1, -1)
+        attn = torch.ones((1, len(ids)), dtype=torch.long, device=dev)
+        res = self.model(input_ids=x, attention_mask=attn, position_ids=pos, past_key_values=past, use_cache=True,
+                         logits_to_keep=1)
+        return [(layer.keys[0], layer.values[0]) for layer in res.past_key_values.layers]
 
     def _batch_cache(self, hits, c: list[int], C: int):
         from transformers import DynamicCache

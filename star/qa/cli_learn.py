@@ -1,0 +1,101 @@
+"""`star learn`: the learning demonstration on search-tool QA (star.qa.learn), step by step.
+
+    star learn data --config params.yaml --out data/learn
+    star sft --model models/learn/base --data data/learn/sft.jsonl --out models/learn/sft --config params.yaml
+    star learn evaluate --config params.yaml --model models/learn/sft --questions data/learn/splits/heldout.jsonl --out metrics/learn/sft
+    star learn grpo --config params.yaml --model models/learn/sft --queries data/learn/splits/rl.jsonl --out models/learn/rl
+    star learn evaluate --config params.yaml --model models/learn/rl/selected --questions … --out metrics/learn/rl
+    star learn compare --before metrics/learn/sft --after metrics/learn/rl --out metrics/learn/compare
+
+`--config` is the resolved params file: `learn:` holds the task (LearnConfig), `rl:` the GRPO settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("step", choices=["data", "grpo", "evaluate", "compare"], help="which step to run")
+    parser.add_argument("--config", default=None, help="params file with `learn:` (and `rl:` for grpo)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one LearnConfig field (nested with dots: episode.temperature=0)")
+    parser.add_argument("--model", help="model directory (grpo: the start; evaluate: the policy)")
+    parser.add_argument("--queries", help="grpo: training questions (JSONL)")
+    parser.add_argument("--questions", help="evaluate: held-out questions (JSONL)")
+    parser.add_argument("--name", default=None, help="evaluate: the model's name in the records")
+    parser.add_argument("--before", help="compare: evaluation directory of the model before RL")
+    parser.add_argument("--after", help="compare: evaluation directory of the model after RL")
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _learn_config(path: str | None, sets: list[str]):
+    import yaml
+
+    from star.qa.config import LearnConfig
+
+    data: dict = {}
+    if path:
+        p = Path(path)
+        if not p.is_file():
+            raise FileNotFoundError(f"config file not found: {p}")
+        loaded = yaml.safe_load(p.read_text()) or {}
+        data = dict(loaded.get("learn") or {}) if isinstance(loaded, dict) else {}
+    for item in sets:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise ValueError(f"--set expects key=value, got {item!r}")
+        *parents, leaf = key.strip().split(".")
+        node = data
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = yaml.safe_load(raw)
+    return LearnConfig(**data)
+
+
+def _need(args, *names: str) -> None:
+    missing = [f"--{n}" for n in names if not getattr(args, n)]
+    if missing:
+        raise ValueError(f"`star learn {args.step}` needs {', '.join(missing)}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from star.qa import learn
+
+    try:
+        cfg = _learn_config(args.config, args.set)
+        out = Path(args.out)
+        if args.step == "data":
+            result = learn.write_data(cfg, out)
+        elif args.step == "grpo":
+            from star.training.config import GRPOConfig, resolve_config
+
+            _need(args, "model", "queries")
+            rl = resolve_config(GRPOConfig, "rl", None, args.config)
+            summary = learn.train(args.model, learn.read_jsonl(args.queries), out, rl, cfg, progress=not args.quiet)
+            result = {k: v for k, v in summary.items() if k != "config"}
+        elif args.step == "evaluate":
+            _need(args, "model", "questions")
+            result = learn.evaluate(args.model, learn.read_jsonl(args.questions), out, cfg, args.name,
+                                    progress=not args.quiet)
+        else:
+            _need(args, "before", "after")
+            before = [Path(args.before) / "episodes.jsonl", Path(args.before) / "summary.json"]
+            after = [Path(args.after) / "episodes.jsonl", Path(args.after) / "summary.json"]
+            result = learn.compare(learn.read_jsonl(before[0]), learn.read_jsonl(after[0]))
+            table = learn.compare_table(result, json.loads(before[1].read_text()), json.loads(after[1].read_text()))
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "compare.json").write_text(json.dumps(result, indent=2) + "\n")
+            (out / "table.md").write_text(table)
+            print(table)
+    except (FileNotFoundError, ValueError, ValidationError) as exc:
+        print(f"star learn {args.step}: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(result, indent=2, default=str))
+    return 0
