@@ -94,6 +94,8 @@ class LearnConfig(_Config):
     """The `learn` profile's task (`star learn`): search-tool QA over the built-in encyclopedia, short
     episodes so that SFT -> GRPO -> a paired before/after evaluation fits two CPU cores."""
 
+    pipeline: list[str] = Field(default_factory=list)
+    """DVC gate of learn/dvc.yaml's stages: [learn] (the learn profile) adds them to `dvc repro`; [] skips them."""
     db: str = "generated:0"
     """Sandbox world the encyclopedia and the questions are written from."""
     questions: int = Field(800, ge=3)
