@@ -53,7 +53,7 @@ def _read_metrics(path: Path) -> dict:
     return data.get("metrics", data) if isinstance(data, dict) else {}
 
 
-def experiment_name(ablation: str | None, variant: str | None, profile: str | None) -> str:
+def experiment_name(variant: str | None, profile: str | None) -> str:
     """The DVC experiment a variant is saved as: its slug (`reward-sum`), or the profile for a single run."""
     from star.config import variant_slug
 
@@ -94,7 +94,7 @@ def run_one(profile: str | None, ablation: str | None, variant: str | None, over
                                         tags={ml.STAGE: stage, "star.cached": "true", "star.dvc": result.status})
                 tracker.end_run(sid)
         stage = "dvc exp save"
-        exp = ws.save_experiment(experiment_name(ablation, cfg.variant, profile), list(results))
+        exp = ws.save_experiment(experiment_name(cfg.variant, profile), list(results))
         tracker.client.set_tag(run_id, "star.dvc_experiment", exp)
         final = _read_metrics(ws.path / "metrics/eval/rl/metrics.json")
         if final:
