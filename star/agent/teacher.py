@@ -293,12 +293,12 @@ class BuiltinTeacher:
         ban = (q.get("local_constraint") or {}).get("transportation")
         mode = "taxi" if ban == "no self-driving" else "self-driving"
         reachable: list[str] = []
-        spent = 0
+        spent, note = 0, ""
         for n, city in enumerate(cities):
             if len(reachable) >= want or spent >= self.config.reach_probes or self._calls_left() < 20:
                 break
             lead = (f"The route visits {k} of these cities and starts and ends in {org}, so before comparing stays "
-                    f"I check which cities {org} can reach at all. " if n == 0 else "")
+                    f"I check which cities {org} can reach at all. " if n == 0 else note)
             spent += 1
             res = self._call_retrying("GoogleDistanceMatrix", {"departure": org, "destination": city, "mode": mode},
                                       f"{lead}Can I go from {org} to {city} by {mode}?")
@@ -318,6 +318,8 @@ class BuiltinTeacher:
             self._reach[city] = ok
             if ok:
                 reachable.append(city)
+            note = (f"{city} is within reach ({len(reachable)} so far). " if ok
+                    else f"{city} cannot be reached from {org}; I leave it out. ")
         probed = set(self._reach)
         return reachable + [c for c in cities if c not in probed] + [c for c in cities if c in probed and c not in reachable]
 
