@@ -24,7 +24,7 @@ def test_default_holds_the_papers_rl_and_sft_defaults():
 
 def test_profile_overrides_only_what_it_names():
     base, smoke = resolve(), resolve("smoke")
-    assert smoke["rl"].batch_queries == 2 and smoke["model"].profile == "smoke"
+    assert smoke["rl"].batch_queries == 1 and smoke["model"].profile == "smoke"
     assert smoke["rl"].epsilon_high == base["rl"].epsilon_high  # untouched by the profile
     assert smoke.sources["rl.batch_queries"].endswith("profiles/smoke.yaml")
     assert smoke.sources["rl.epsilon_high"].endswith("default.yaml")
@@ -65,7 +65,7 @@ def test_qa_section_holds_the_papers_setting_and_the_smoke_profile_shrinks_it():
     base, smoke = resolve()["qa"], resolve("smoke")["qa"]
     assert isinstance(smoke, QAConfig)
     assert (base.retrieval.top_k, base.episode.temperature, base.episode.top_p, base.limit) == (5, 0.6, 0.95, None)
-    assert (smoke.limit, smoke.episode.max_turns, smoke.builtin.questions) == (4, 3, 40)
+    assert (smoke.limit, smoke.episode.max_turns, smoke.builtin.questions) == (2, 3, 40)
     assert resolve("smoke").sources["qa.limit"].endswith("profiles/smoke.yaml")
     assert yaml.safe_load((PROJECT_DIR / "params.yaml").read_text())["qa"]["limit"] == 4
 

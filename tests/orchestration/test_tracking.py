@@ -41,7 +41,7 @@ def test_params_are_flattened(tracker):
     run = tracker.start_run("params", "variant")
     tracker.log_params(run, resolve("smoke").values)
     params = tracker.client.get_run(run).data.params
-    assert params["rl.batch_queries"] == "2" and params["sandbox.db"] == "generated:0"
+    assert params["rl.num_generations"] == "8" and params["sandbox.db"] == "generated:0"
     many = tracker.start_run("many", "variant")
     tracker.log_params(many, {"grid": {f"k{i}": i for i in range(150)}})  # more than one batch of 100
     assert len(tracker.client.get_run(many).data.params) == 150
