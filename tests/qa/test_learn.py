@@ -70,7 +70,7 @@ def test_learn_profile_resolves_and_validates():
     cfg = resolved.sections["learn"]
     assert isinstance(cfg, LearnConfig)
     assert cfg.sft_questions + cfg.rl_questions + cfg.heldout_questions <= cfg.questions
-    assert resolved.sections["rl"].reward == "success" and resolved.sections["model"].profile == "cpu"
+    assert resolved.sections["rl"].reward == "success" and resolved.sections["model"].profile == "smoke"
 
 
 def test_cli_names_bad_input(tmp_path, capsys):
