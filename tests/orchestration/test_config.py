@@ -67,7 +67,7 @@ def test_qa_section_holds_the_papers_setting_and_the_smoke_profile_shrinks_it():
     assert (base.retrieval.top_k, base.episode.temperature, base.episode.top_p, base.limit) == (5, 0.6, 0.95, None)
     assert (smoke.limit, smoke.episode.max_turns, smoke.builtin.questions) == (2, 3, 40)
     assert resolve("smoke").sources["qa.limit"].endswith("profiles/smoke.yaml")
-    assert yaml.safe_load((PROJECT_DIR / "params.yaml").read_text())["qa"]["limit"] == 4
+    assert yaml.safe_load((PROJECT_DIR / "params.yaml").read_text())["qa"]["limit"] == 2
 
 
 def test_every_section_is_validated_by_its_packages_model():
