@@ -162,10 +162,12 @@ def run(args: argparse.Namespace) -> int:
     subprocess.run([str(bin_dir / "prefect"), "config", "set", f"PREFECT_API_URL={api}"], cwd=project, env=env,
                    capture_output=True)
     if not args.no_deploy:
-        dep = subprocess.run([str(bin_dir / "prefect"), "--no-prompt", "deploy", "--all"], cwd=project,
+        # The deployments on this machine's pool (prefect.yaml's `variant-gpu` is for GPU nodes' pool).
+        dep = subprocess.run([str(bin_dir / "prefect"), "--no-prompt", "deploy", "--name", "ablation",
+                              "--name", "variant"], cwd=project,
                              env=env, capture_output=True, text=True)
         if dep.returncode != 0:
-            print(f"error: `prefect deploy --all` failed:\n{dep.stdout[-1500:]}{dep.stderr[-1500:]}",
+            print(f"error: `prefect deploy --name ablation --name variant` failed:\n{dep.stdout[-1500:]}{dep.stderr[-1500:]}",
                   file=sys.stderr)
             return 1
         print("deployments star/ablation, star/variant: ready")
