@@ -1,7 +1,7 @@
 """The built-in generated world: a small, plausible TravelPlanner database made from a seed.
 
 `generate_world(seed)` returns a `Database` with the official schema and value formats
-(reference §1): 53 real US cities in 16 states (world_data.py), ~44K flights covering every day
+(reference §1): 53 real US cities in 16 states (world_data.py), ~41K flights covering every day
 of March 2022 (hub trunks daily, thin routes some weekdays only), a road distance matrix derived
 from the cities' coordinates, and per city 15-42 restaurants, 4-20 attractions and 10-30
 accommodations. It is what tests and the default run use, so it must be fast (~0.3 s) and
@@ -12,6 +12,8 @@ The world is built so that every query the official generator can draw (referenc
 feasible and infeasible instances: some cities lack a cuisine, some forbid a house rule in every
 listing, some have no short-stay listing of a room type, shared rooms are rare, the islands can
 only be reached by air, some short pairs have no flight, and some far pairs have no route at all.
+Within a state, flights are rare and a few city pairs have no road, as in the shipped database, so
+a multi-city route must be checked before its cities are committed to.
 """
 
 from __future__ import annotations
@@ -31,6 +33,15 @@ SHORT_STAY_NIGHTS = (1.0, 2.0)
 """Minimum nights of the listings a city guarantees: they fit a two-night stay."""
 MIN_FLIGHT_MILES = 110.0
 """Shorter mainland hops are left to the road, so some drivable pairs have no flight."""
+# The shipped database connects a state's cities sparsely: a flight route joins 4.9% of its
+# within-state city pairs and many pairs have no road row at all. These three shares make the
+# generated world as hard for the built-in teacher as the real one (bench/fidelity.py; docs/fidelity.md).
+WITHIN_STATE_FLIGHT_SHARE = 0.1
+"""Share of within-state flight routes kept, island hops aside (they are the islands' only link)."""
+WITHIN_STATE_ROAD_GAP = 0.08
+"""Chance that a within-state city pair has no road row (both directions)."""
+CROSS_STATE_ROAD_GAP = 0.38
+"""Chance that a cross-state ordered pair is absent from the distance matrix."""
 
 _EARTH_KM = 6371.0088
 _KM_PER_MILE = 1.609344
@@ -211,7 +222,9 @@ def _routes(geo: _Geo, rng: random.Random) -> list[tuple[str, str, str]]:
             m = miles(a, b)
             if m >= MIN_FLIGHT_MILES and rng.random() < (0.35 if m <= 1300 else 0.45):
                 add(a, b, "thin")
-    return [(a, b, kind) for (a, b), kind in pairs.items()]
+    same_state = lambda a, b: geo.state_of[a].name == geo.state_of[b].name  # noqa: E731
+    return [(a, b, kind) for (a, b), kind in pairs.items()
+            if kind == "island" or not same_state(a, b) or rng.random() < WITHIN_STATE_FLIGHT_SHARE]
 
 
 # (departures per day: choices, weights), and whether the route may skip weekdays.
@@ -270,6 +283,11 @@ def _distances(geo: _Geo, seed: int) -> list[Distance]:
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             factor[(a, b)] = factor[(b, a)] = rng.uniform(1.15, 1.4)  # roads are longer than the great circle
+    no_road: set[tuple[str, str]] = set()
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            if geo.state_of[a].name == geo.state_of[b].name and rng.random() < WITHIN_STATE_ROAD_GAP:
+                no_road |= {(a, b), (b, a)}
     rows: list[Distance] = []
     dupes: list[Distance] = []
     for a in names:
@@ -280,7 +298,9 @@ def _distances(geo: _Geo, seed: int) -> list[Distance]:
                 rows.append(Distance(a, b, None, None))  # no road: Google returned nothing
                 continue
             same_state = geo.state_of[a].name == geo.state_of[b].name
-            if not same_state and rng.random() < 0.03:
+            if (a, b) in no_road:
+                continue
+            if not same_state and rng.random() < CROSS_STATE_ROAD_GAP:
                 continue  # pair absent from the matrix
             km = geo.km(a, b) * factor[(a, b)] * rng.uniform(0.996, 1.004)
             row = Distance(a, b, format_duration(_drive(km, rng)), format_km(km))

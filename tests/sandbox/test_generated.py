@@ -189,14 +189,32 @@ def test_transport_options_cover_every_combination(world):
         {k: len(v) for k, v in kinds.items()}
 
 
-def test_every_multi_city_state_is_internally_connected(world):
+def test_a_states_cities_are_sparsely_connected_like_the_shipped_database(world):
+    """Few within-state flights (real: 4.9% of pairs) and some pairs with no road, so a multi-city route
+    can fail; yet most mainland states with several cities keep a connected pair to visit."""
+    flown = unconnected = pairs = 0
+    visitable: list[bool] = []
     for state, cities in world.state_cities.items():
-        for a in cities:
-            for b in cities:
-                if a != b:
-                    d = world.distances.get((a, b))
-                    connected = (a, b) in world.flights_by_route or (d is not None and d.cost("taxi") is not None)
-                    assert connected, (state, a, b)
+        # Islands have road rows without a distance; they are reached by air only.
+        mainland = [c for c in cities if any(world.distances.get((c, o)) and world.distances[(c, o)].distance
+                                             for o in world.city_set)]
+        connected_pairs = 0
+        for a in mainland:
+            for b in mainland:
+                if a == b:
+                    continue
+                pairs += 1
+                fly = (a, b) in world.flights_by_route
+                d = world.distances.get((a, b))
+                road = d is not None and d.cost("taxi") is not None
+                flown += fly
+                unconnected += not (fly or road)
+                connected_pairs += fly or road
+        if len(mainland) > 1:
+            visitable.append(connected_pairs > 0)
+    assert pairs and flown / pairs <= 0.15, flown / pairs
+    assert unconnected > 0
+    assert sum(visitable) >= 0.75 * len(visitable), visitable
 
 
 # -- restaurants, attractions, accommodations ---------------------------------------------------
