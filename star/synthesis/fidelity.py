@@ -89,22 +89,26 @@ def budget_rows(real: dict[str, list[float]], synthetic: dict[str, list[float]],
     return rows
 
 
+def _comparison_table(head: list[str], keys, first_cell, rows_by_set: dict[str, dict], cell) -> str:
+    """Markdown: a row per key, its real cell, then each synthetic set's cell ("—" where the set lacks it)."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key in keys:
+        cells = [key, first_cell(key)] + ["—" if (r := rows.get(key)) is None else cell(r)
+                                          for rows in rows_by_set.values()]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def success_table(real: dict[str, tuple[int, float]], synthetic: dict[str, dict[str, tuple[int, float]]],
                   tolerance: float = 0.05) -> str:
     """Markdown: a row per group, the real rate (n), then per synthetic set its rate (n), the difference in
     points and ok / OUT for within / outside `tolerance`."""
-    head = ["group", "real"] + [f"{name} (diff)" for name in synthetic]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     per = {name: {r["group"]: r for r in success_rows(real, syn, tolerance)} for name, syn in synthetic.items()}
-    for key in sorted(real, key=_order):
-        cells = [key, f"{100 * real[key][1]:.1f}% ({real[key][0]})"]
-        for name in synthetic:
-            r = per[name].get(key)
-            cells.append("—" if r is None else
-                         f"{100 * r['synthetic']:.1f}% ({r['synthetic_n']}) {100 * r['diff']:+.1f} "
-                         f"{'ok' if r['within'] else 'OUT'}")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return _comparison_table(
+        ["group", "real"] + [f"{name} (diff)" for name in synthetic], sorted(real, key=_order),
+        lambda key: f"{100 * real[key][1]:.1f}% ({real[key][0]})", per,
+        lambda r: f"{100 * r['synthetic']:.1f}% ({r['synthetic_n']}) {100 * r['diff']:+.1f} "
+                  f"{'ok' if r['within'] else 'OUT'}")
 
 
 def budget_table(real: dict[str, list[float]], synthetic: dict[str, dict[str, list[float]]],
@@ -112,15 +116,9 @@ def budget_table(real: dict[str, list[float]], synthetic: dict[str, dict[str, li
     """Markdown: per level, the real ratio quantiles (n), then per synthetic set its quantiles, ok / OUT and
     each quantile's relative difference."""
     fmt = lambda qs: " / ".join(f"{x:.2f}" for x in qs)  # noqa: E731
-    head = ["level", "real " + "/".join(f"q{int(100 * p)}" for p in probs)] + list(synthetic)
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     per = {name: {r["level"]: r for r in budget_rows(real, syn, tolerance, probs)} for name, syn in synthetic.items()}
-    for level in real:
-        cells = [level, f"{fmt(quantiles(real[level], probs))} ({len(real[level])})"]
-        for name in synthetic:
-            r = per[name].get(level)
-            cells.append("—" if r is None else
-                         f"{fmt(r['synthetic'])} ({'ok' if r['within'] else 'OUT'}: "
-                         f"{', '.join(f'{100 * x:+.0f}%' for x in r['relative'])})")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return _comparison_table(
+        ["level", "real " + "/".join(f"q{int(100 * p)}" for p in probs)] + list(synthetic), list(real),
+        lambda level: f"{fmt(quantiles(real[level], probs))} ({len(real[level])})", per,
+        lambda r: f"{fmt(r['synthetic'])} ({'ok' if r['within'] else 'OUT'}: "
+                  f"{', '.join(f'{100 * x:+.0f}%' for x in r['relative'])})")
