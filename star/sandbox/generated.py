@@ -151,6 +151,9 @@ class _Geo:
         own = self.city[c].utc_offset
         return self.state_of[c].utc_offset if own is None else own
 
+    def same_state(self, a: str, b: str) -> bool:
+        return self.state_of[a].name == self.state_of[b].name
+
     def island(self, c: str) -> bool:
         return self.state_of[c].name in wd.ISLAND_STATES
 
@@ -222,9 +225,8 @@ def _routes(geo: _Geo, rng: random.Random) -> list[tuple[str, str, str]]:
             m = miles(a, b)
             if m >= MIN_FLIGHT_MILES and rng.random() < (0.35 if m <= 1300 else 0.45):
                 add(a, b, "thin")
-    same_state = lambda a, b: geo.state_of[a].name == geo.state_of[b].name  # noqa: E731
     return [(a, b, kind) for (a, b), kind in pairs.items()
-            if kind == "island" or not same_state(a, b) or rng.random() < WITHIN_STATE_FLIGHT_SHARE]
+            if kind == "island" or not geo.same_state(a, b) or rng.random() < WITHIN_STATE_FLIGHT_SHARE]
 
 
 # (departures per day: choices, weights), and whether the route may skip weekdays.
@@ -286,7 +288,7 @@ def _distances(geo: _Geo, seed: int) -> list[Distance]:
     no_road: set[tuple[str, str]] = set()
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            if geo.state_of[a].name == geo.state_of[b].name and rng.random() < WITHIN_STATE_ROAD_GAP:
+            if geo.same_state(a, b) and rng.random() < WITHIN_STATE_ROAD_GAP:
                 no_road |= {(a, b), (b, a)}
     rows: list[Distance] = []
     dupes: list[Distance] = []
@@ -297,7 +299,7 @@ def _distances(geo: _Geo, seed: int) -> list[Distance]:
             if geo.island(a) or geo.island(b):
                 rows.append(Distance(a, b, None, None))  # no road: Google returned nothing
                 continue
-            same_state = geo.state_of[a].name == geo.state_of[b].name
+            same_state = geo.same_state(a, b)
             if (a, b) in no_road:
                 continue
             if not same_state and rng.random() < CROSS_STATE_ROAD_GAP:
