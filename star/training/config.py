@@ -108,6 +108,8 @@ class GRPOConfig(_Config):
     """Passes over the RL training queries (paper: 5)."""
     max_steps: int | None = None
     """Stop after this many rollout batches (None: run all epochs)."""
+    time_limit_s: float | None = Field(None, gt=0)
+    """Also stop after the step that ends past this many seconds of training (None: no limit; a GPU lease's budget)."""
     train_queries: int | None = Field(None, ge=1)
     """Train on the first N RL queries only (None: all); N = batch_queries repeats one batch, so step rewards compare."""
     learning_rate: float = 2e-6

@@ -423,13 +423,15 @@ class GRPOTrainer:
     def train(self, resume: bool = False) -> dict:
         from tqdm.auto import tqdm
 
+        from star.training import distributed as D
+
         cfg = self.cfg
         resumed = self.resume() if resume else False
         if not resumed and self.logger.path and self.logger.path.exists():
             self.logger.path.unlink()
         bar = tqdm(total=self.total_steps, initial=self.step, desc=f"rl ({cfg.algorithm})", disable=not self.progress)
-        last = {}
-        while self.step < self.total_steps:
+        last, t0, timed_out = {}, time.perf_counter(), False
+        while self.step < self.total_steps and not timed_out:
             last = self.train_step()
             if cfg.eval_every and self.val_queries and self.step % cfg.eval_every == 0:
                 val = self.validate()
@@ -442,10 +444,12 @@ class GRPOTrainer:
                 self.checkpoint()
             bar.update(1)
             bar.set_postfix(reward=f"{last['reward_mean']:.3f}", loss=f"{last['loss']:.4f}")
+            # decided on every rank alike (the steps are collective)
+            timed_out = bool(cfg.time_limit_s) and D.all_max(float(time.perf_counter() - t0 > cfg.time_limit_s)) > 0
         bar.close()
         self._save_model("last", {"step": self.step})
         selected = self._select()
-        summary = {"steps": self.step, "resumed": resumed, "best": self.best, "selected": selected,
+        summary = {"steps": self.step, "resumed": resumed, "stopped_by_time_limit": timed_out, "best": self.best, "selected": selected,
                    "ranks": self.world, "last_metrics": last, "config": cfg.model_dump()}
         if self.rank == 0:
             (self.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")

@@ -169,3 +169,30 @@ def test_a_group_prefills_its_shared_prompt_once_without_changing_the_samples(ti
         assert fed_plain == [len(prompts) * len(group)]
         assert fed_shared[0] == len(group) - 1
         assert sum(fed_shared) < fed_plain[0] / 2
+
+
+def test_batched_sampling_draws_each_row_from_its_own_tempered_nucleus():
+    import torch
+
+    from star.rollout.backends.transformers import _sample_rows
+    from star.rollout.base import SamplingParams
+
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]] * 2))
+    params = [SamplingParams(temperature=1.0), SamplingParams(temperature=1.0, top_p=0.7)]
+    gens = [torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)]
+    counts = torch.zeros(2, 4)
+    for _ in range(4000):
+        toks, lps = _sample_rows(logits, params, gens, [None, None])
+        counts[0, toks[0]] += 1
+        counts[1, toks[1]] += 1
+    freq = counts / 4000
+    assert torch.allclose(freq[0], torch.tensor([0.5, 0.3, 0.15, 0.05]), atol=0.03)
+    # top-p 0.7 keeps 0.5 and 0.3 (the token that crosses 0.7 stays in), renormalised to 0.625 / 0.375
+    assert torch.allclose(freq[1], torch.tensor([0.625, 0.375, 0.0, 0.0]), atol=0.03)
+    toks, lps = _sample_rows(logits, [SamplingParams(temperature=0.0), SamplingParams(temperature=2.0)], gens, [None, 2])
+    assert toks == [0, 2]  # greedy, and a forced token scored under temperature 2
+    assert lps[1] == pytest.approx(float(torch.log_softmax(logits[1] / 2.0, -1)[2]), abs=1e-6)
+    # the same generator state gives the same token whatever else is in the batch
+    a = _sample_rows(logits[:1], params[:1], [torch.Generator().manual_seed(7)], [None])[0]
+    b = _sample_rows(logits, params, [torch.Generator().manual_seed(7), torch.Generator().manual_seed(8)], [None, None])[0]
+    assert a[0] == b[0]

@@ -84,3 +84,17 @@ def test_grpo_raises_a_learnable_reward_far_beyond_its_noise(tiny_dir, tmp_path)
     for start, end, curve in zip(first, last, curves):
         assert end - start > max(5 * se, 3 * spread, 0.25), f"reward did not rise: {curves}"
         assert end > 0.85, f"reward did not rise: {curves}"
+
+
+def test_a_time_limit_ends_grpo_after_the_step_that_crosses_it(tiny_dir, tmp_path):
+    from star.training.config import GRPOConfig
+    from star.training.grpo import train_grpo
+
+    model_dir, targets = tiny_dir
+    cfg = GRPOConfig(num_generations=4, batch_queries=2, epochs=100, max_steps=50, time_limit_s=1e-3,
+                     reward="success", max_new_tokens=1, max_context=256, save_every=0, zero_stage=0)
+    queries = [{"id": f"p{i}", "prompt": f"Say one word, number {i}."} for i in range(2)]
+    summary = train_grpo(model_dir, queries, tmp_path, cfg, progress=False,
+                         env_factory=lambda s: FirstTokenEnv(targets))
+    assert summary["steps"] == 1 and summary["stopped_by_time_limit"]
+    assert (tmp_path / "selected" / "config.json").is_file()  # the model of the last step is kept

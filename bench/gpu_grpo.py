@@ -1,0 +1,187 @@
+"""SFT -> paired evaluation -> GRPO under a wall-clock budget -> paired evaluation, on one device (a GPU
+lease: scripts/device_grpo.sh). Every step is the project's own CLI; this script only chains them,
+keeps each inside the deadline and pairs the two evaluations over the same queries and seeds.
+
+    python bench/gpu_grpo.py travelplanner --base models/base --data DIR --out DIR --budget-s 420
+    python bench/gpu_grpo.py learn --base models/base --data data/learn --out DIR --budget-s 420
+
+travelplanner: the `cpu` profile's pipeline (DIR holds splits/ and sft/train.jsonl from `dvc repro
+sft_data`), GRPO at `--set rl.KEY=VALUE` scale; learn: the `learn` profile (search-tool QA) with the
+`cpu` profile's SmolLM2 (`--set model.profile=cpu ...` as docs/experiments/learn-qa.md section 4 says).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# What a profile needs changed to run at a GPU's scale (anything here can be overridden with --set).
+SCALE = {
+    "travelplanner": ["rl.num_generations=8", "rl.batch_queries=16", "rl.train_queries=null", "rl.mini_batches=2",
+                      "rl.micro_batch_size=4", "rl.rollout_batch=128", "rl.max_steps=200", "rl.save_every=0",
+                      "rl.torch_threads=6", "sft.bf16=true", "rl.bf16=true", "eval.limit=null"],
+    "learn": ["model.profile=cpu", "sft.learning_rate=1e-4", "sft.batch_size=4", "sft.epochs=1", "sft.torch_threads=3",
+              "sft.bf16=true", "rl.bf16=true", "rl.learning_rate=3e-5", "rl.temperature=0.8", "rl.batch_queries=8",
+              "rl.rollout_batch=64", "rl.max_steps=400", "rl.torch_threads=3", "learn.eval_samples=4",
+              "learn.torch_threads=3", "learn.episode.batch_size=100"],
+}
+PROFILE = {"travelplanner": "cpu", "learn": "learn"}
+
+
+class Run:
+    """The step log: each command's wall time and return code, written after every step."""
+
+    def __init__(self, out: Path, deadline: float):
+        self.out, self.deadline, self.steps = out, deadline, []
+        out.mkdir(parents=True, exist_ok=True)
+
+    def left(self) -> float:
+        return self.deadline - time.time()
+
+    def __call__(self, name: str, *argv: str, timeout: float | None = None) -> None:
+        cmd = [sys.executable, "-m", "star.cli", *argv]
+        t0 = time.time()
+        print(f"== {name}: {' '.join(cmd[2:])}", flush=True)
+        limit = max(5.0, min(timeout or self.left(), self.left()))
+        try:
+            rc = subprocess.run(cmd, cwd=ROOT, timeout=limit).returncode
+        except subprocess.TimeoutExpired:
+            rc = 124
+        self.steps.append({"step": name, "seconds": round(time.time() - t0, 1), "rc": rc})
+        self.save({})
+        print(f"== {name}: rc {rc} in {time.time() - t0:.0f} s", flush=True)
+        if rc != 0:
+            raise SystemExit(f"{name} failed (rc {rc})")
+
+    def save(self, extra: dict) -> None:
+        path = self.out / "report.json"
+        report = json.loads(path.read_text()) if path.is_file() else {}
+        report.update({"steps": self.steps, **extra})
+        path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+
+
+def paired(before: list[dict], after: list[dict], value) -> dict:
+    """after - before over (query, sample) pairs with equal seeds: mean per query, s.e. over queries."""
+    b = {(r["query_id"], r["sample"]): r for r in before}
+    a = {(r["query_id"], r["sample"]): r for r in after}
+    keys = sorted(set(a) & set(b))
+    if not keys or any(a[k]["seed"] != b[k]["seed"] for k in keys):
+        raise ValueError("the two evaluations do not pair (different episodes or seeds)")
+    per_query: dict[str, list[float]] = {}
+    for k in keys:
+        per_query.setdefault(k[0], []).append(value(a[k]) - value(b[k]))
+    d = [statistics.fmean(v) for v in per_query.values()]
+    mean = statistics.fmean(d)
+    se = statistics.stdev(d) / math.sqrt(len(d)) if len(d) > 1 else float("nan")
+    return {"before": statistics.fmean(value(b[k]) for k in keys), "after": statistics.fmean(value(a[k]) for k in keys),
+            "diff": mean, "se": se, "z": mean / se if se and se > 0 else float("nan"), "queries": len(d),
+            "episodes": len(keys)}
+
+
+def travelplanner(args, run: Run, sets: list[str]) -> dict:
+    from star.training.rewards import compute_reward
+
+    w, data = args.out, args.data
+    params = w / "params.yaml"
+    subprocess.run([sys.executable, "-m", "star.config", "resolve", "--profile", "cpu", *sum((["--set", s] for s in sets), []),
+                    "--out", str(params)], cwd=ROOT, check=True)
+    import yaml
+
+    p = yaml.safe_load(params.read_text())
+    run("sft", "sft", "--model", str(args.base), "--data", str(data / "sft" / "train.jsonl"), "--out", str(w / "sft"),
+        "--config", str(params), "--no-small-overrides", "--quiet")
+    ev = p["eval"]
+
+    def evaluate(name: str, model: Path) -> list[dict]:
+        run(f"eval_{name}", "eval-agent", "--model", str(model), "--queries", str(data / "splits" / "val.jsonl"),
+            "--db", args.db, "--out", str(w / f"eval_{name}"), "--temperature", str(ev["temperature"]),
+            "--top-p", str(ev["top_p"]), "--max-context", str(ev["max_context"]),
+            "--max-new-tokens", str(ev["max_new_tokens"]), "--tool-budget", str(ev["tool_budget"]),
+            "--samples", str(args.eval_samples), "--batch", str(args.eval_batch), "--mode", "strict", "--quiet",
+            *(["--limit", str(ev["limit"])] if ev.get("limit") else []))
+        return [json.loads(line) for line in (w / f"eval_{name}" / "trajectories.jsonl").read_text().splitlines()]
+
+    before = evaluate("sft", w / "sft")
+    # GRPO gets what is left but one evaluation's time (measured just now) and a margin.
+    eval_s = run.steps[-1]["seconds"]
+    budget = run.left() - 1.3 * eval_s - 30
+    run("grpo", "grpo", "--model", str(w / "sft"), "--queries", str(data / "splits" / "rl_train.jsonl"), "--db", args.db,
+        "--out", str(w / "rl"), "--config", str(params), "--no-small-overrides", "--quiet",
+        "--set", f"time_limit_s={max(budget, 1.0):.0f}", timeout=budget + 240)
+    after = evaluate("rl", w / "rl" / "selected")
+    reward = lambda t: compute_reward("sum", t["scores"], t["finish_reason"])  # noqa: E731
+    out = {"reward_sum": paired(before, after, reward)}
+    for key in ("delivered", "cs_micro", "hard_micro", "success"):
+        out[key] = paired(before, after, lambda t, k=key: float(t["scores"].get(k) or 0.0))
+    return out
+
+
+def learn(args, run: Run, sets: list[str]) -> dict:
+    w = args.out
+    params = w / "params.yaml"
+    subprocess.run([sys.executable, "-m", "star.config", "resolve", "--profile", "learn", *sum((["--set", s] for s in sets), []),
+                    "--out", str(params)], cwd=ROOT, check=True)
+    run("sft", "sft", "--model", str(args.base), "--data", str(args.data / "sft.jsonl"), "--out", str(w / "sft"),
+        "--config", str(params), "--no-small-overrides", "--quiet")
+    heldout = str(args.data / "splits" / "heldout.jsonl")
+    run("eval_sft", "learn", "evaluate", "--config", str(params), "--model", str(w / "sft"), "--name", "sft",
+        "--questions", heldout, "--out", str(w / "eval_sft"), "--quiet")
+    eval_s = run.steps[-1]["seconds"]
+    budget = run.left() - 1.3 * eval_s - 30
+    import yaml
+
+    timed = w / "params_grpo.yaml"  # `learn grpo --set` reaches the learn section only
+    p = yaml.safe_load(params.read_text())
+    p["rl"]["time_limit_s"] = round(max(budget, 1.0))
+    timed.write_text(yaml.safe_dump(p, sort_keys=False))
+    run("grpo", "learn", "grpo", "--config", str(timed), "--model", str(w / "sft"),
+        "--queries", str(args.data / "splits" / "rl.jsonl"), "--out", str(w / "rl"), "--quiet", timeout=budget + 240)
+    run("eval_rl", "learn", "evaluate", "--config", str(params), "--model", str(w / "rl" / "selected"), "--name", "rl",
+        "--questions", heldout, "--out", str(w / "eval_rl"), "--quiet")
+    run("compare", "learn", "compare", "--before", str(w / "eval_sft"), "--after", str(w / "eval_rl"),
+        "--out", str(w / "compare"))
+    return {"em": json.loads((w / "compare" / "compare.json").read_text())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("task", choices=sorted(SCALE))
+    parser.add_argument("--base", type=Path, required=True, help="the base model (star build-model --profile cpu)")
+    parser.add_argument("--data", type=Path, required=True, help="the task's data (see above)")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--db", default="generated:0", help="travelplanner: the database the data was made on")
+    parser.add_argument("--eval-samples", type=int, default=4, help="travelplanner: episodes per validation query")
+    parser.add_argument("--eval-batch", type=int, default=96, help="travelplanner: episodes decoded together in evaluation")
+    parser.add_argument("--budget-s", type=float, default=420.0, help="wall-clock seconds for the whole run")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="override a params value after the GPU scale (e.g. rl.learning_rate=1e-5)")
+    args = parser.parse_args(argv)
+    t0 = time.time()
+    args.out = args.out.resolve()
+    run = Run(args.out, t0 + args.budget_s)
+    sets = SCALE[args.task] + args.set
+    run.save({"task": args.task, "profile": PROFILE[args.task], "sets": sets, "budget_s": args.budget_s})
+    try:
+        result = (travelplanner if args.task == "travelplanner" else learn)(args, run, sets)
+    except SystemExit as exc:
+        run.save({"error": str(exc), "total_s": round(time.time() - t0, 1)})
+        print(exc, file=sys.stderr)
+        return 1
+    run.save({"paired": result, "total_s": round(time.time() - t0, 1)})
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    raise SystemExit(main())
