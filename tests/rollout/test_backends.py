@@ -196,3 +196,24 @@ def test_batched_sampling_draws_each_row_from_its_own_tempered_nucleus():
     a = _sample_rows(logits[:1], params[:1], [torch.Generator().manual_seed(7)], [None])[0]
     b = _sample_rows(logits, params, [torch.Generator().manual_seed(7), torch.Generator().manual_seed(8)], [None, None])[0]
     assert a[0] == b[0]
+
+
+def test_a_wide_nucleus_is_sampled_from_the_full_sort_and_rows_do_not_depend_on_their_neighbours():
+    import torch
+
+    from star.rollout.backends.transformers import NUCLEUS_CANDIDATES, _sample_rows
+    from star.rollout.base import SamplingParams
+
+    # 1,000 equally likely tokens: top-p 0.5 keeps 500 of them, more than the top-k candidates hold
+    flat = torch.zeros(1, 1000)
+    wide = SamplingParams(temperature=1.0, top_p=0.5)
+    gen = torch.Generator().manual_seed(3)
+    seen = {_sample_rows(flat, [wide], [gen], [None])[0][0] for _ in range(3000)}
+    assert len(seen) > NUCLEUS_CANDIDATES and len(seen) <= 501
+    # a row samples the same token alone and beside rows with other top-p settings
+    logits = torch.randn(3, 1000) * 2
+    params = [SamplingParams(temperature=0.9), SamplingParams(temperature=0.9, top_p=0.9), wide]
+    for r in range(3):
+        alone = _sample_rows(logits[r:r + 1], params[r:r + 1], [torch.Generator().manual_seed(r)], [None])[0][0]
+        batch = _sample_rows(logits, params, [torch.Generator().manual_seed(i) for i in range(3)], [None] * 3)[0][r]
+        assert alone == batch

@@ -277,39 +277,62 @@ class TransformersBackend(GenerationBackend):
             total -= len(a)
 
 
+NUCLEUS_CANDIDATES = 256
+"""Top-p looks for its nucleus among a row's 256 most likely tokens first; a full sort only where they hold too little mass."""
+
+
 def _sample_rows(logits: torch.Tensor, params: list[SamplingParams], gens: list[torch.Generator],
                  forced: list[int | None]) -> tuple[list[int], list[float]]:
     """One token per row of `logits` (on the model's device, all rows at once) and its log-prob under the
     row's temperature-scaled distribution. A row's randomness is one uniform draw from its own generator
-    (inverse-CDF sampling), so a sequence's tokens do not depend on the rest of the batch; `forced[r]`
-    scores that token instead; temperature 0 is greedy. Per-row sampling on the host (a 49K-vocabulary
-    sort for top-p) cost ~1.5 ms a row a token: at batch 96 that, not the GPU, set the decode speed."""
+    (inverse-CDF sampling), and which path samples it depends on the row alone, so a sequence's tokens do
+    not depend on the rest of the batch; `forced[r]` scores that token instead; temperature 0 is greedy.
+    Per-row sampling on the host (a 49K-vocabulary sort for top-p) cost ~1.5 ms a row a token: at batch 96
+    that, not the GPU, set the decode speed."""
     R, dev = logits.shape[0], logits.device
     logits = logits.float()
     temp = torch.tensor([p.temperature if p.temperature > 0 else 1.0 for p in params], device=dev).view(-1, 1)
     logp = torch.log_softmax(logits / temp, dim=-1)
-    greedy = torch.argmax(logits, dim=-1)
+    toks = torch.argmax(logits, dim=-1)
     sampled = [r for r in range(R) if forced[r] is None and params[r].temperature > 0]
-    toks = greedy.clone()
     if sampled:
-        idx = torch.tensor(sampled, device=dev)
-        probs = logp[idx].exp()
-        top_p = torch.tensor([params[r].top_p for r in sampled], device=dev).view(-1, 1)
-        order = None
-        if bool((top_p < 1.0).any()):
-            probs, order = torch.sort(probs, dim=-1, descending=True)
-            keep = (probs.cumsum(-1) - probs) < top_p  # the token that crosses top_p stays in
-            probs = torch.where(keep, probs, torch.zeros_like(probs))
-        cdf = probs.cumsum(-1)
         u = torch.cat([torch.rand(1, generator=gens[r], dtype=torch.float64) for r in sampled]).to(dev)
-        # first index whose cumulative mass exceeds u * total: zero-mass tokens are never chosen
-        pick = torch.searchsorted(cdf, (u.to(cdf.dtype) * cdf[:, -1]).view(-1, 1).contiguous(), right=True)
-        pick = pick.clamp_(max=cdf.shape[-1] - 1)
-        if order is not None:
-            pick = order.gather(-1, pick)
-        toks[idx] = pick.view(-1)
+        rows = torch.tensor(sampled, device=dev)
+        probs = logp[rows].exp()
+        top_p = torch.tensor([params[r].top_p for r in sampled], device=dev)
+        picks = torch.empty(len(sampled), dtype=torch.long, device=dev)
+        plain = top_p >= 1.0
+        if bool(plain.any()):  # the whole distribution, in vocabulary order
+            picks[plain] = _inverse_cdf(probs[plain], u[plain])
+        nucleus = ~plain
+        if bool(nucleus.any()):
+            k = min(NUCLEUS_CANDIDATES, probs.shape[-1])
+            cand, cand_ids = torch.topk(probs[nucleus], k, dim=-1)  # sorted, most likely first
+            enough = cand.sum(-1) >= top_p[nucleus]
+            part = torch.empty(int(nucleus.sum()), dtype=torch.long, device=dev)
+            if bool(enough.any()):
+                part[enough] = _nucleus_pick(cand[enough], cand_ids[enough], top_p[nucleus][enough], u[nucleus][enough])
+            if not bool(enough.all()):
+                full, full_ids = torch.sort(probs[nucleus][~enough], dim=-1, descending=True)
+                part[~enough] = _nucleus_pick(full, full_ids, top_p[nucleus][~enough], u[nucleus][~enough])
+            picks[nucleus] = part
+        toks[rows] = picks
     fixed = [r for r in range(R) if forced[r] is not None]
     if fixed:
         toks[torch.tensor(fixed, device=dev)] = torch.tensor([forced[r] for r in fixed], device=dev)
     lps = logp.gather(-1, toks.view(-1, 1)).view(-1)
     return toks.tolist(), lps.tolist()
+
+
+def _inverse_cdf(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Per row, the first index whose cumulative mass exceeds u x the row's total (zero-mass entries never)."""
+    cdf = probs.cumsum(-1)
+    pick = torch.searchsorted(cdf, (u.to(cdf.dtype) * cdf[:, -1]).view(-1, 1).contiguous(), right=True)
+    return pick.clamp_(max=cdf.shape[-1] - 1).view(-1)
+
+
+def _nucleus_pick(sorted_probs: torch.Tensor, ids: torch.Tensor, top_p: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Inverse-CDF over each row's nucleus: most likely first, up to and including the token that crosses top_p."""
+    keep = (sorted_probs.cumsum(-1) - sorted_probs) < top_p.view(-1, 1)
+    pick = _inverse_cdf(torch.where(keep, sorted_probs, torch.zeros_like(sorted_probs)), u)
+    return ids.gather(-1, pick.view(-1, 1)).view(-1)
