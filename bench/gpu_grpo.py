@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -70,34 +68,32 @@ class Run:
         path.write_text(json.dumps(report, indent=2, default=str) + "\n")
 
 
-def paired(before: list[dict], after: list[dict], value) -> dict:
-    """after - before over (query, sample) pairs with equal seeds: mean per query, s.e. over queries."""
-    b = {(r["query_id"], r["sample"]): r for r in before}
-    a = {(r["query_id"], r["sample"]): r for r in after}
-    keys = sorted(set(a) & set(b))
-    if not keys or any(a[k]["seed"] != b[k]["seed"] for k in keys):
-        raise ValueError("the two evaluations do not pair (different episodes or seeds)")
-    per_query: dict[str, list[float]] = {}
-    for k in keys:
-        per_query.setdefault(k[0], []).append(value(a[k]) - value(b[k]))
-    d = [statistics.fmean(v) for v in per_query.values()]
-    mean = statistics.fmean(d)
-    se = statistics.stdev(d) / math.sqrt(len(d)) if len(d) > 1 else float("nan")
-    return {"before": statistics.fmean(value(b[k]) for k in keys), "after": statistics.fmean(value(a[k]) for k in keys),
-            "diff": mean, "se": se, "z": mean / se if se and se > 0 else float("nan"), "queries": len(d),
-            "episodes": len(keys)}
+def resolve(task: str, sets: list[str], out: Path) -> dict:
+    """The task's profile with `sets` on top, written to `out` (what every step's --config reads)."""
+    import yaml
+
+    subprocess.run([sys.executable, "-m", "star.config", "resolve", "--profile", PROFILE[task],
+                    *sum((["--set", s] for s in sets), []), "--out", str(out)], cwd=ROOT, check=True)
+    return yaml.safe_load(out.read_text())
+
+
+def timed_params(run: Run, params: dict, out: Path) -> float:
+    """`out`: the params with rl.time_limit_s = what is left but one more evaluation (the one just measured)
+    and a margin; returns that budget."""
+    import yaml
+
+    budget = max(run.left() - 1.3 * run.steps[-1]["seconds"] - 30, 1.0)
+    out.write_text(yaml.safe_dump({**params, "rl": {**params["rl"], "time_limit_s": round(budget)}}, sort_keys=False))
+    return budget
 
 
 def travelplanner(args, run: Run, sets: list[str]) -> dict:
+    from star.tracking.stats import paired_difference
     from star.training.rewards import compute_reward
 
     w, data = args.out, args.data
     params = w / "params.yaml"
-    subprocess.run([sys.executable, "-m", "star.config", "resolve", "--profile", "cpu", *sum((["--set", s] for s in sets), []),
-                    "--out", str(params)], cwd=ROOT, check=True)
-    import yaml
-
-    p = yaml.safe_load(params.read_text())
+    p = resolve(args.task, sets, params)
     run("sft", "sft", "--model", str(args.base), "--data", str(data / "sft" / "train.jsonl"), "--out", str(w / "sft"),
         "--config", str(params), "--no-small-overrides", "--quiet")
     ev = p["eval"]
@@ -112,39 +108,28 @@ def travelplanner(args, run: Run, sets: list[str]) -> dict:
         return [json.loads(line) for line in (w / f"eval_{name}" / "trajectories.jsonl").read_text().splitlines()]
 
     before = evaluate("sft", w / "sft")
-    # GRPO gets what is left but one evaluation's time (measured just now) and a margin.
-    eval_s = run.steps[-1]["seconds"]
-    budget = run.left() - 1.3 * eval_s - 30
+    budget = timed_params(run, p, w / "params_grpo.yaml")
     run("grpo", "grpo", "--model", str(w / "sft"), "--queries", str(data / "splits" / "rl_train.jsonl"), "--db", args.db,
-        "--out", str(w / "rl"), "--config", str(params), "--no-small-overrides", "--quiet",
-        "--set", f"time_limit_s={max(budget, 1.0):.0f}", timeout=budget + 240)
+        "--out", str(w / "rl"), "--config", str(w / "params_grpo.yaml"), "--no-small-overrides", "--quiet",
+        timeout=budget + 240)
     after = evaluate("rl", w / "rl" / "selected")
-    reward = lambda t: compute_reward("sum", t["scores"], t["finish_reason"])  # noqa: E731
-    out = {"reward_sum": paired(before, after, reward)}
+    values = {"reward_sum": lambda t: compute_reward("sum", t["scores"], t["finish_reason"])}
     for key in ("delivered", "cs_micro", "hard_micro", "success"):
-        out[key] = paired(before, after, lambda t, k=key: float(t["scores"].get(k) or 0.0))
-    return out
+        values[key] = lambda t, k=key: float(t["scores"].get(k) or 0.0)
+    return {name: paired_difference(before, after, value, query="query_id") for name, value in values.items()}
 
 
 def learn(args, run: Run, sets: list[str]) -> dict:
     w = args.out
     params = w / "params.yaml"
-    subprocess.run([sys.executable, "-m", "star.config", "resolve", "--profile", "learn", *sum((["--set", s] for s in sets), []),
-                    "--out", str(params)], cwd=ROOT, check=True)
+    p = resolve(args.task, sets, params)
     run("sft", "sft", "--model", str(args.base), "--data", str(args.data / "sft.jsonl"), "--out", str(w / "sft"),
         "--config", str(params), "--no-small-overrides", "--quiet")
     heldout = str(args.data / "splits" / "heldout.jsonl")
     run("eval_sft", "learn", "evaluate", "--config", str(params), "--model", str(w / "sft"), "--name", "sft",
         "--questions", heldout, "--out", str(w / "eval_sft"), "--quiet")
-    eval_s = run.steps[-1]["seconds"]
-    budget = run.left() - 1.3 * eval_s - 30
-    import yaml
-
-    timed = w / "params_grpo.yaml"  # `learn grpo --set` reaches the learn section only
-    p = yaml.safe_load(params.read_text())
-    p["rl"]["time_limit_s"] = round(max(budget, 1.0))
-    timed.write_text(yaml.safe_dump(p, sort_keys=False))
-    run("grpo", "learn", "grpo", "--config", str(timed), "--model", str(w / "sft"),
+    budget = timed_params(run, p, w / "params_grpo.yaml")
+    run("grpo", "learn", "grpo", "--config", str(w / "params_grpo.yaml"), "--model", str(w / "sft"),
         "--queries", str(args.data / "splits" / "rl.jsonl"), "--out", str(w / "rl"), "--quiet", timeout=budget + 240)
     run("eval_rl", "learn", "evaluate", "--config", str(params), "--model", str(w / "rl" / "selected"), "--name", "rl",
         "--questions", heldout, "--out", str(w / "eval_rl"), "--quiet")

@@ -39,22 +39,24 @@ t0=$(date +%s)
 [ -f "$W/base/config.json" ] || { echo "no base model: see setup.log"; exit 1; }
 left=$((BUDGET - $(date +%s) + t0))
 echo "== setup took $(( $(date +%s) - t0 )) s; $left s left for the runs"
-timeout $((left + 90)) $PY bench/gpu_grpo.py travelplanner --base "$W/base" --data "${TP_DATA:-.dev/tp}" --out "$W/tp" \
-  --budget-s "$left" ${TP_SETS:-} > "$OUT/travelplanner.log" 2>&1 &
-tp=$!
-timeout $((left + 90)) $PY bench/gpu_grpo.py learn --base "$W/base" --data "${LEARN_DATA:-.dev/learn}" --out "$W/learn" \
-  --budget-s "$left" ${LEARN_SETS:-} > "$OUT/learn.log" 2>&1 &
-lp=$!
+launch() {  # NAME TASK DATA [bench/gpu_grpo.py options...]: one run in the background, its log in OUT
+  local name=$1 task=$2 data=$3; shift 3
+  timeout $((left + 90)) $PY bench/gpu_grpo.py "$task" --base "$W/base" --data "$data" --out "$W/$name" \
+    --budget-s "$left" "$@" > "$OUT/$name.log" 2>&1 &
+}
+# shellcheck disable=SC2086
+launch tp travelplanner "${TP_DATA:-.dev/tp}" ${TP_SETS:-}; tp=$!
+# shellcheck disable=SC2086
+launch learn learn "${LEARN_DATA:-.dev/learn}" ${LEARN_SETS:-}; lp=$!
 lb=
 if [ -n "${LEARN_B_SETS:-}" ]; then  # a second learn setting beside the first (the GPU has room for both)
-  timeout $((left + 90)) $PY bench/gpu_grpo.py learn --base "$W/base" --data "${LEARN_DATA:-.dev/learn}" --out "$W/learn_b" \
-    --budget-s "$left" $LEARN_B_SETS > "$OUT/learn_b.log" 2>&1 &
-  lb=$!
+  # shellcheck disable=SC2086
+  launch learn_b learn "${LEARN_DATA:-.dev/learn}" $LEARN_B_SETS; lb=$!
 fi
 if [ -z "${NO_TESTS:-}" ]; then
   timeout 300 $PY -m pytest -m gpu -q -p no:cacheprovider tests/training/test_gpu.py > "$OUT/gpu_tests.log" 2>&1 &
 fi
-wait $tp; echo "travelplanner: rc $?"
+wait $tp; echo "tp: rc $?"
 wait $lp; echo "learn: rc $?"
 [ -n "$lb" ] && { wait $lb; echo "learn_b: rc $?"; }
 wait

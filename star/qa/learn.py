@@ -197,23 +197,15 @@ def _se(xs: list[float]) -> float:
 def compare(before: list[dict], after: list[dict]) -> dict:
     """Paired over (question, sample seed): the after-minus-before EM per question (mean over its samples),
     its mean, standard error over questions, and z = mean / s.e."""
-    key = lambda r: (r["id"], r["sample"])  # noqa: E731
-    b, a = {key(r): r for r in before}, {key(r): r for r in after}
-    if set(b) != set(a):
-        raise ValueError(f"learn compare: the two evaluations cover different episodes "
-                         f"({len(set(b) - set(a))} only before, {len(set(a) - set(b))} only after)")
-    mismatched = [k for k in b if b[k]["seed"] != a[k]["seed"]]
-    if mismatched:
-        raise ValueError(f"learn compare: {len(mismatched)} episodes ran with different seeds (e.g. {mismatched[0]})")
-    diffs: dict[str, list[float]] = {}
-    for k in b:
-        diffs.setdefault(k[0], []).append(a[k]["em"] - b[k]["em"])
-    d = [statistics.fmean(v) for v in diffs.values()]
-    mean, se = statistics.fmean(d), _se(d)
-    return {"questions": len(d), "episodes": len(b),
-            "em_before": statistics.fmean(r["em"] for r in before), "em_after": statistics.fmean(r["em"] for r in after),
-            "diff": mean, "diff_se": se, "z": mean / se if se and se > 0 else float("inf") * (mean > 0),
-            "questions_better": sum(x > 0 for x in d), "questions_worse": sum(x < 0 for x in d)}
+    from star.tracking.stats import paired_difference
+
+    try:
+        r = paired_difference(before, after, lambda rec: rec["em"])
+    except ValueError as exc:
+        raise ValueError(f"learn compare: {exc}") from None
+    return {"questions": r["queries"], "episodes": r["episodes"], "em_before": r["before"], "em_after": r["after"],
+            "diff": r["diff"], "diff_se": r["diff_se"], "z": r["z"],
+            "questions_better": r["queries_better"], "questions_worse": r["queries_worse"]}
 
 
 def compare_table(result: dict, before: dict, after: dict, names=("SFT", "GRPO")) -> str:

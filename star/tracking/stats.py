@@ -107,6 +107,30 @@ def paired_test(a, b, names: tuple[str, str] = ("a", "b"), n_boot: int = 2000, c
     return PairedTest(names[0], names[1], int(va.size), ci, p, method, a_only, b_only)
 
 
+def paired_difference(before: list[dict], after: list[dict], value, query: str = "id") -> dict:
+    """Two evaluations of the same episodes, (query, sample) run with the same seed by both models: the
+    after-minus-before `value(record)` per query (mean over its samples), its mean, its standard error
+    over queries and z = mean / s.e. Raises ValueError when the episodes or their seeds differ."""
+    key = lambda r: (r[query], r["sample"])  # noqa: E731
+    b, a = {key(r): r for r in before}, {key(r): r for r in after}
+    if set(b) != set(a):
+        raise ValueError(f"the two evaluations cover different episodes "
+                         f"({len(set(b) - set(a))} only before, {len(set(a) - set(b))} only after)")
+    mismatched = [k for k in b if b[k]["seed"] != a[k]["seed"]]
+    if mismatched:
+        raise ValueError(f"{len(mismatched)} episodes ran with different seeds (e.g. {mismatched[0]})")
+    diffs: dict[str, list[float]] = {}
+    for k in b:
+        diffs.setdefault(k[0], []).append(value(a[k]) - value(b[k]))
+    d = [sum(v) / len(v) for v in diffs.values()]
+    mean = sum(d) / len(d)
+    se = float(np.std(d, ddof=1)) / math.sqrt(len(d)) if len(d) > 1 else float("nan")
+    return {"queries": len(d), "episodes": len(b),
+            "before": sum(value(r) for r in b.values()) / len(b), "after": sum(value(r) for r in a.values()) / len(a),
+            "diff": mean, "diff_se": se, "z": mean / se if se and se > 0 else float("inf") * (mean > 0),
+            "queries_better": sum(x > 0 for x in d), "queries_worse": sum(x < 0 for x in d)}
+
+
 def holm(p_values: list[float]) -> list[float]:
     """Holm-Bonferroni adjusted p-values (same order as given)."""
     m = len(p_values)

@@ -449,8 +449,8 @@ class GRPOTrainer:
         bar.close()
         self._save_model("last", {"step": self.step})
         selected = self._select()
-        summary = {"steps": self.step, "resumed": resumed, "stopped_by_time_limit": timed_out, "best": self.best, "selected": selected,
-                   "ranks": self.world, "last_metrics": last, "config": cfg.model_dump()}
+        summary = {"steps": self.step, "resumed": resumed, "stopped_by_time_limit": timed_out, "best": self.best,
+                   "selected": selected, "ranks": self.world, "last_metrics": last, "config": cfg.model_dump()}
         if self.rank == 0:
             (self.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
         return summary

@@ -306,16 +306,7 @@ def _sample_rows(logits: torch.Tensor, params: list[SamplingParams], gens: list[
             picks[plain] = _inverse_cdf(probs[plain], u[plain])
         nucleus = ~plain
         if bool(nucleus.any()):
-            k = min(NUCLEUS_CANDIDATES, probs.shape[-1])
-            cand, cand_ids = torch.topk(probs[nucleus], k, dim=-1)  # sorted, most likely first
-            enough = cand.sum(-1) >= top_p[nucleus]
-            part = torch.empty(int(nucleus.sum()), dtype=torch.long, device=dev)
-            if bool(enough.any()):
-                part[enough] = _nucleus_pick(cand[enough], cand_ids[enough], top_p[nucleus][enough], u[nucleus][enough])
-            if not bool(enough.all()):
-                full, full_ids = torch.sort(probs[nucleus][~enough], dim=-1, descending=True)
-                part[~enough] = _nucleus_pick(full, full_ids, top_p[nucleus][~enough], u[nucleus][~enough])
-            picks[nucleus] = part
+            picks[nucleus] = _nucleus_rows(probs[nucleus], top_p[nucleus], u[nucleus])
         toks[rows] = picks
     fixed = [r for r in range(R) if forced[r] is not None]
     if fixed:
@@ -329,6 +320,20 @@ def _inverse_cdf(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     cdf = probs.cumsum(-1)
     pick = torch.searchsorted(cdf, (u.to(cdf.dtype) * cdf[:, -1]).view(-1, 1).contiguous(), right=True)
     return pick.clamp_(max=cdf.shape[-1] - 1).view(-1)
+
+
+def _nucleus_rows(probs: torch.Tensor, top_p: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Top-p sampling per row: from the row's likeliest NUCLEUS_CANDIDATES tokens where they hold top_p of
+    the mass (a peaked distribution, nearly always), else from its fully sorted vocabulary."""
+    cand, cand_ids = torch.topk(probs, min(NUCLEUS_CANDIDATES, probs.shape[-1]), dim=-1)  # most likely first
+    enough = cand.sum(-1) >= top_p
+    picks = torch.empty(len(probs), dtype=torch.long, device=probs.device)
+    if bool(enough.any()):
+        picks[enough] = _nucleus_pick(cand[enough], cand_ids[enough], top_p[enough], u[enough])
+    if not bool(enough.all()):
+        full, full_ids = torch.sort(probs[~enough], dim=-1, descending=True)
+        picks[~enough] = _nucleus_pick(full, full_ids, top_p[~enough], u[~enough])
+    return picks
 
 
 def _nucleus_pick(sorted_probs: torch.Tensor, ids: torch.Tensor, top_p: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
