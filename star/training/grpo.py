@@ -262,7 +262,7 @@ class GRPOTrainer:
         from star.training import deepspeed_setup as dss
         from star.training import distributed as D
         from star.training.batch import build_samples, collate
-        from star.training.losses import clipped_surrogate, token_logprobs
+        from star.training.losses import clipped_surrogate, first_loss_position, token_logprobs
 
         cfg, engine = self.cfg, self.engine
         trajs, parents, points, advs = [], [], [], []
@@ -284,15 +284,18 @@ class GRPOTrainer:
         batches = [{k: v.to(engine.device) for k, v in collate([samples[i] for i in mb], self.pad_id).items()}
                    for mb in micro]
         # Old log-probs: the policy that sampled (recomputed by the trainer, or the backend's own).
+        # Every pass scores from the micro-batch's first loss token: the prompt needs no logits.
         with torch.no_grad():
             for b in batches:
+                b["start"] = start = first_loss_position(b["loss_mask"])
                 if cfg.old_logprobs == "recompute":
-                    b["old_logprobs"], _ = token_logprobs(engine, b["input_ids"], b["attention_mask"], cfg.temperature)
+                    b["old_logprobs"], _ = token_logprobs(engine, b["input_ids"], b["attention_mask"], cfg.temperature,
+                                                          start=start)
                 else:
                     b["old_logprobs"] = b["rollout_logprobs"]
                 if self.ref_model is not None:
                     b["ref_logprobs"], _ = token_logprobs(self.ref_model, b["input_ids"], b["attention_mask"],
-                                                          cfg.temperature)
+                                                          cfg.temperature, start=start)
         # Mini-batches per pass: as one process would split its batch, the most any rank needs (a rank
         # with fewer runs zero-loss micro-steps), so every rank steps the optimiser together.
         per_mini = min(max(1, math.ceil(len(batches) / cfg.mini_batches)), self.gas)
@@ -312,7 +315,7 @@ class GRPOTrainer:
                     if k < len(mini) and n_tokens > 0:
                         b = mini[k]
                         logp, ent = token_logprobs(engine, b["input_ids"], b["attention_mask"], cfg.temperature,
-                                                   with_entropy=True)
+                                                   with_entropy=True, start=b["start"])
                         # n_tokens / W: DeepSpeed averages gradients over the W ranks, so each rank's
                         # sum over its tokens / (n_tokens / W) averages to the whole batch's token-mean
                         loss, stats = clipped_surrogate(logp, b["old_logprobs"], b["advantages"], b["loss_mask"],

@@ -29,32 +29,62 @@ def model_device(model):
     return next(model.parameters()).device
 
 
+def _accepts_logits_to_keep(model) -> bool:
+    """Whether a model's forward takes `logits_to_keep` (every transformers causal LM does)."""
+    import inspect
+
+    module = getattr(model, "module", model)  # a DeepSpeed engine passes its kwargs to its module
+    try:
+        return "logits_to_keep" in inspect.signature(module.forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def token_logprobs(model, input_ids, attention_mask, temperature: float = 1.0, with_entropy: bool = False,
-                   chunk: int = 1024):
+                   chunk: int = 1024, start: int = 0):
     """Log-prob of each next token (shape [B, T-1]) and optionally the policy's entropy there.
 
     Memory matters at long contexts (a 5K-token trajectory's logits over a 49K vocabulary are 1 GB in
     float32): the log-prob is gathered logit minus logsumexp, so autograd keeps one copy of the
     logits rather than a full log-softmax; the entropy is a statistic (no gradient), computed in
-    chunks of `chunk` positions."""
+    chunks of `chunk` positions.
+
+    `start`: the first position anyone reads (a batch's first loss token). The vocabulary projection
+    and softmax run only from there (the prompt, most of a short episode, needs hidden states but no
+    logits); earlier positions read 0."""
     import torch
 
     device = model_device(model)
     input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
-    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
+    T = input_ids.shape[1]
+    start = max(0, min(int(start), T - 1))
+    if start and _accepts_logits_to_keep(model):
+        # logits for the last T - start positions: start .. T-1, of which T-1 scores nothing
+        logits = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=T - start).logits
+    else:
+        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, start:]
+    logits = logits[:, :-1].float()
     if temperature != 1.0:
         logits = logits / temperature
-    target = input_ids[:, 1:].unsqueeze(-1)
+    target = input_ids[:, start + 1:].unsqueeze(-1)
     logp = logits.gather(-1, target).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+    pad = logp.new_zeros(logp.shape[0], start)
+    logp = torch.cat([pad, logp], dim=1) if start else logp
     if not with_entropy:
         return logp, None
     with torch.no_grad():
-        parts = []
+        parts = [pad] if start else []
         for i in range(0, logits.shape[1], chunk):
             lp = torch.log_softmax(logits[:, i:i + chunk].detach(), dim=-1)
             parts.append(-(lp.exp() * lp).sum(-1))
         entropy = torch.cat(parts, dim=1) if parts else logits.new_zeros(logits.shape[:2])
     return logp, entropy
+
+
+def first_loss_position(loss_mask) -> int:
+    """The first position (of a [B, T-1] mask) that any row scores: where `token_logprobs` may start."""
+    cols = loss_mask.bool().any(dim=0).nonzero()
+    return int(cols[0]) if len(cols) else 0
 
 
 def clipped_surrogate(logp, old_logp, advantages, mask, eps_low: float = 0.2, eps_high: float = 0.28,

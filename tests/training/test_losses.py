@@ -124,3 +124,36 @@ def test_token_logprobs_match_the_full_log_softmax_with_a_light_memory_path():
     (g_ours,) = torch.autograd.grad(logp.sum(), model.emb.weight)
     (g_full,) = torch.autograd.grad(expected.sum(), model.emb.weight)
     assert torch.allclose(g_ours, g_full, atol=1e-6)
+
+
+def test_token_logprobs_from_the_first_loss_token_match_the_full_pass(smoke_dir):
+    """Scoring from `start` (the prompt gets hidden states but no logits) changes no value or gradient
+    at the positions read, and reads 0 before them."""
+    import torch
+
+    from star.training.losses import first_loss_position, token_logprobs
+    from star.training.models import load_model
+
+    model = load_model(smoke_dir)
+    ids = torch.randint(5, 200, (3, 12))
+    attn = torch.ones_like(ids)
+    attn[2, 9:] = 0  # a right-padded row
+    mask = torch.zeros(3, 11)
+    mask[0, 6:] = 1
+    mask[1, 4:8] = 1
+    start = first_loss_position(mask)
+    assert start == 4 and first_loss_position(torch.zeros(2, 5)) == 0
+
+    full, full_ent = token_logprobs(model, ids, attn, temperature=0.8, with_entropy=True)
+    part, part_ent = token_logprobs(model, ids, attn, temperature=0.8, with_entropy=True, start=start)
+    assert part.shape == full.shape and part_ent.shape == full_ent.shape
+    assert torch.allclose(part[:, start:], full[:, start:], atol=1e-5)
+    assert torch.allclose(part_ent[:, start:], full_ent[:, start:], atol=1e-5)
+    assert not part[:, :start].any() and not part_ent[:, :start].any()
+    params = [p for p in model.parameters() if p.requires_grad]
+    g_full = torch.autograd.grad((full * mask).sum(), params, allow_unused=True)
+    g_part = torch.autograd.grad((part * mask).sum(), params, allow_unused=True)
+    for a, b in zip(g_full, g_part):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert torch.allclose(a, b, atol=1e-5)
