@@ -157,3 +157,24 @@ def test_token_logprobs_from_the_first_loss_token_match_the_full_pass(smoke_dir)
         assert (a is None) == (b is None)
         if a is not None:
             assert torch.allclose(a, b, atol=1e-5)
+
+
+def test_a_right_padded_batch_scores_each_row_as_it_scores_alone(smoke_dir):
+    """The pads after a row's tokens change nothing the row's tokens score (the padding mask is dropped
+    for right-padded batches, so this pins that causal attention alone keeps them apart)."""
+    import torch
+
+    from star.training.losses import is_right_padded, token_logprobs
+    from star.training.models import load_model
+
+    model = load_model(smoke_dir)
+    ids = torch.randint(5, 200, (3, 14))
+    lengths = [14, 9, 5]
+    attn = torch.zeros_like(ids)
+    for row, n in enumerate(lengths):
+        attn[row, :n] = 1
+    assert is_right_padded(attn) and not is_right_padded(attn.flip(1))
+    batch, _ = token_logprobs(model, ids, attn, temperature=0.7, start=2)
+    for row, n in enumerate(lengths):
+        alone, _ = token_logprobs(model, ids[row:row + 1, :n], attn[row:row + 1, :n], temperature=0.7)
+        assert torch.allclose(batch[row, 2:n - 1], alone[0, 2:], atol=1e-5)
