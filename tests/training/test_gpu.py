@@ -1,5 +1,5 @@
-"""On a CUDA device (scripts/gpu_check.sh): DeepSpeed bf16 training steps, and the real vLLM engine
-against the transformers backend when vLLM is installed. Skipped without a GPU."""
+"""On a CUDA device (scripts/gpu_check.sh): DeepSpeed bf16 training steps, the learning probe's GRPO on CUDA,
+and the real vLLM engine against the transformers backend when vLLM is installed. Skipped without a GPU."""
 
 from __future__ import annotations
 
@@ -23,6 +23,17 @@ def test_a_bf16_zero2_sft_step_on_cuda_moves_the_weights(smoke_dir, generated_db
     assert summary["steps"] == 2 and summary["last_loss"] < summary["first_loss"] * 1.5
     before, after = load_model(smoke_dir).state_dict(), load_model(tmp_path / "out").state_dict()
     assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
+def test_grpo_on_cuda_in_bf16_learns_the_probe_task(tmp_path):
+    """The whole GRPO step on the device (rollouts, nccl, a bf16 DeepSpeed update, weight sync): the
+    learning probe's reward must rise as it does on CPU (tests/training/test_learning_probe.py)."""
+    from tests.training.probe import build_probe_model, run_probe
+
+    model_dir, targets = build_probe_model(tmp_path / "tiny")
+    curve = run_probe(model_dir, targets, tmp_path / "run", seed=0, steps=8, bf16=True)
+    assert len(curve) == 8, curve
+    assert sum(curve[-2:]) / 2 - curve[0] > 0.25 and curve[-1] > 0.85, curve
 
 
 def test_real_vllm_matches_the_transformers_backends_contract(smoke_dir):

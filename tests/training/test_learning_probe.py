@@ -1,77 +1,35 @@
 """Learning probe: the real GRPOTrainer (rollout engine, DeepSpeed update, weight sync) must raise a
 trivially learnable reward far beyond its seed-to-seed noise within a handful of steps.
 
-The task: reply with one token; reward 1 when that token is in a fixed half of the vocabulary. A random
-tiny model starts near 0.5, and any working policy gradient drives it towards 1 in a few steps. A
-flipped advantage sign drives it to 0, a loss mask that misses the policy tokens or a weight sync that
-never reaches the rollout backend leaves it flat: loss-level unit tests catch none of these.
+The task (tests/training/probe.py): reply with one token; reward 1 when that token is in a fixed half of
+the vocabulary. A random tiny model starts near 0.5, and any working policy gradient drives it towards 1
+in a few steps. A flipped advantage sign drives it to 0, a loss mask that misses the policy tokens or a
+weight sync that never reaches the rollout backend leaves it flat: loss-level unit tests catch none of these.
 Checked by breaking the code locally: with the surrogate's sign flipped (losses.py) the three curves fell
 from ~0.6 to 0.0-0.03 and the test failed; with update_weights skipped they stayed at 0.53-0.73 and it failed.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 
 import pytest
 
-from star.agent.env import ProtocolEnv
-from star.agent.turns import Turn
+from tests.training.probe import N_ROLLOUTS, FirstTokenEnv, build_probe_model, run_probe
 
 STEPS = 10
 SEEDS = (0, 1, 2)
-N_ROLLOUTS = 8 * 8  # batch_queries x num_generations
-
-
-class FirstTokenEnv(ProtocolEnv):
-    """One turn, no tools: the reply is the answer; success when it is one of `targets`."""
-
-    tool_budget = 0
-
-    def __init__(self, targets: frozenset[str]):
-        super().__init__(lambda scores, reason: float(bool(scores.get("success"))))
-        self.targets = targets
-
-    def opening(self, query: dict) -> list[dict]:
-        return [{"role": "user", "content": query["prompt"]}]
-
-    def parse(self, assistant_text: str) -> Turn:
-        return Turn("answer", answer=assistant_text)
-
-    def score(self, reason: str) -> dict:
-        return {"delivered": True, "success": reason == "answer" and self.answer in self.targets}
 
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
-    from star.rollout.tiny_model import build_tiny_model
-
-    out = tmp_path_factory.mktemp("probe") / "tiny"
-    _, tokenizer = build_tiny_model(out, hidden=64, layers=2, vocab_size=512, seed=0)
-    specials = set(tokenizer.all_special_ids)
-    # The rewarded half of the vocabulary: the even ids, as the text one sampled token decodes to.
-    targets = frozenset(tokenizer.decode([i]) for i in range(len(tokenizer)) if i % 2 == 0 and i not in specials)
-    return out, targets
-
-
-def run_probe(model_dir, targets, out, seed: int) -> list[float]:
-    from star.training.config import GRPOConfig
-    from star.training.grpo import train_grpo
-
-    cfg = GRPOConfig(num_generations=8, batch_queries=8, epochs=100, max_steps=STEPS, learning_rate=3e-2,
-                     reward="success", max_new_tokens=1, max_context=256, temperature=1.0, micro_batch_size=8,
-                     rollout_batch=32, save_every=0, zero_stage=0, seed=seed)
-    queries = [{"id": f"p{i}", "prompt": f"Say one word, number {i}."} for i in range(8)]
-    train_grpo(model_dir, queries, out, cfg, progress=False, env_factory=lambda s: FirstTokenEnv(targets))
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    return [r["reward_mean"] for r in rows if "reward_mean" in r]
+    return build_probe_model(tmp_path_factory.mktemp("probe") / "tiny")
 
 
 def test_grpo_raises_a_learnable_reward_far_beyond_its_noise(tiny_dir, tmp_path):
     model_dir, targets = tiny_dir
-    curves = [run_probe(model_dir, targets, tmp_path / f"seed{s}", s) for s in SEEDS]
+    curves = [run_probe(model_dir, targets, tmp_path / f"seed{s}", s, STEPS) for s in SEEDS]
     print("probe reward curves:", curves)
     assert all(len(c) == STEPS for c in curves), curves
     first = [c[0] for c in curves]
