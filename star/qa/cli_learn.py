@@ -25,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="override one LearnConfig field (nested with dots: episode.temperature=0)")
     parser.add_argument("--model", help="model directory (grpo: the start; evaluate: the policy)")
     parser.add_argument("--queries", help="grpo: training questions (JSONL)")
-    parser.add_argument("--questions", help="evaluate: held-out questions (JSONL)")
+    parser.add_argument("--questions", help="evaluate: held-out questions (JSONL); compare: the same file, for a "
+                        "breakdown by question kind and a plot (compare.png)")
     parser.add_argument("--name", default=None, help="evaluate: the model's name in the records")
     parser.add_argument("--before", help="compare: evaluation directory of the model before RL")
     parser.add_argument("--after", help="compare: evaluation directory of the model after RL")
@@ -88,9 +89,17 @@ def run(args: argparse.Namespace) -> int:
             _need(args, "before", "after")
             before = [Path(args.before) / "episodes.jsonl", Path(args.before) / "summary.json"]
             after = [Path(args.after) / "episodes.jsonl", Path(args.after) / "summary.json"]
-            result = learn.compare(learn.read_jsonl(before[0]), learn.read_jsonl(after[0]))
+            b_eps, a_eps = learn.read_jsonl(before[0]), learn.read_jsonl(after[0])
+            result = learn.compare(b_eps, a_eps)
             table = learn.compare_table(result, json.loads(before[1].read_text()), json.loads(after[1].read_text()))
+            kinds = learn.compare_by_kind(b_eps, a_eps, learn.read_jsonl(args.questions)) if args.questions else None
             out.mkdir(parents=True, exist_ok=True)
+            if kinds is not None:
+                from star.qa.report import plot_before_after
+
+                table += "\nBy question kind (largest gain first):\n\n" + learn.by_kind_table(kinds)
+                result = {**result, "by_kind": kinds}
+                plot_before_after(result, kinds, out / "compare.png")
             (out / "compare.json").write_text(json.dumps(result, indent=2) + "\n")
             (out / "table.md").write_text(table)
             print(table)

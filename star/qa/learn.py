@@ -208,6 +208,31 @@ def compare(before: list[dict], after: list[dict]) -> dict:
             "questions_better": r["queries_better"], "questions_worse": r["queries_worse"]}
 
 
+def compare_by_kind(before: list[dict], after: list[dict], questions: list[dict]) -> list[dict]:
+    """`compare` within each question kind (a question's metadata.type), largest gain first: where the
+    policy changed, which an overall EM hides (a kind learnt and another lost can net to little)."""
+    kinds = {q["id"]: (q.get("metadata") or {}).get("type") or "untyped" for q in questions}
+    missing = sorted({r["id"] for r in before} - set(kinds))
+    if missing:
+        raise ValueError(f"learn compare: {len(missing)} evaluated questions are not in the questions file "
+                         f"(e.g. {missing[0]!r})")
+    rows = []
+    for kind in sorted(set(kinds[r["id"]] for r in before)):
+        r = compare([x for x in before if kinds[x["id"]] == kind], [x for x in after if kinds[x["id"]] == kind])
+        rows.append({"kind": kind, **r})
+    return sorted(rows, key=lambda r: (-r["diff"], r["kind"]))
+
+
+def by_kind_table(rows: list[dict], names=("SFT", "GRPO")) -> str:
+    """The per-kind rows of `compare_by_kind` (markdown)."""
+    out = [f"| kind | questions | {names[0]} EM | {names[1]} EM | difference | s.e. |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        se = "-" if math.isnan(r["diff_se"]) else f"{r['diff_se']:.3f}"
+        out.append(f"| {r['kind']} | {r['questions']} | {r['em_before']:.3f} | {r['em_after']:.3f} "
+                   f"| {r['diff']:+.3f} | {se} |")
+    return "\n".join(out) + "\n"
+
+
 def compare_table(result: dict, before: dict, after: dict, names=("SFT", "GRPO")) -> str:
     """The before/after table (markdown)."""
     rows = ["| model | EM (held-out) | s.e. | answered | format errors | searches / episode | tokens / episode |",

@@ -107,3 +107,31 @@ def plot_table2(rows: dict[str, dict], path: str | Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def plot_before_after(result: dict, by_kind: list[dict], path: str | Path, names=("SFT", "GRPO")) -> Path:
+    """Paired bars, before and after, for all questions and for each kind; the title gives the paired
+    difference, its s.e. and z (`star.qa.learn.compare`)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [{"kind": "all", **result}, *by_kind]
+    labels = [f"{r['kind'].replace('_', ' ')}\n[{r['questions']}]" for r in rows]
+    fig, ax = plt.subplots(figsize=(1.1 * len(rows) + 2, 3.8))
+    for i, (key, name) in enumerate((("em_before", names[0]), ("em_after", names[1]))):
+        ax.bar([x + (i - 0.5) * 0.4 for x in range(len(rows))], [r[key] for r in rows], 0.4, label=name)
+    ax.set_xticks(range(len(rows)), labels, fontsize="x-small", rotation=30, ha="right")
+    ax.set_ylabel("held-out exact match")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(f"{names[1]} - {names[0]} = {result['diff']:+.3f} EM, s.e. {result['diff_se']:.3f}, "
+                 f"z = {result['z']:.1f} ({result['questions']} questions, paired seeds)", fontsize="small")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+

@@ -63,6 +63,44 @@ def test_paired_comparison_by_question_and_seed():
         compare(before, after[:-1])
 
 
+def test_the_comparison_by_kind_finds_the_kind_that_moved_and_writes_a_plot(tmp_path):
+    import json
+
+    from star.cli import main
+
+    questions = [{"id": f"{k}{i}", "metadata": {"type": k}} for k in ("state", "city") for i in range(4)]
+
+    def episodes(em_of):
+        return [{"id": q["id"], "sample": s, "seed": 7 * s, "em": em_of(q["id"], s), "finish_reason": "answer",
+                 "tool_calls": 1, "n_tokens": 100} for q in questions for s in range(2)]
+
+    before = episodes(lambda qid, s: float(qid.startswith("city")))
+    after = episodes(lambda qid, s: float(qid.startswith("city") or qid in ("state0", "state1")))
+    for name, eps in (("sft", before), ("rl", after)):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "episodes.jsonl").write_text("".join(json.dumps(e) + "\n" for e in eps))
+        (d / "summary.json").write_text(json.dumps({"em": sum(e["em"] for e in eps) / len(eps), "em_se": 0.1,
+                                                    "answered": 1.0, "format_error": 0.0, "searches": 1.0,
+                                                    "tokens": 100}))
+    qfile = tmp_path / "heldout.jsonl"
+    qfile.write_text("".join(json.dumps(q) + "\n" for q in questions))
+    out = tmp_path / "compare"
+    assert main(["learn", "compare", "--before", str(tmp_path / "sft"), "--after", str(tmp_path / "rl"),
+                 "--questions", str(qfile), "--out", str(out)]) == 0
+    result = json.loads((out / "compare.json").read_text())
+    assert result["diff"] == pytest.approx(0.25)
+    kinds = {r["kind"]: r for r in result["by_kind"]}
+    assert [r["kind"] for r in result["by_kind"]] == ["state", "city"]  # largest gain first
+    assert kinds["state"]["diff"] == pytest.approx(0.5) and kinds["city"]["diff"] == 0.0
+    assert "| state | 4 | 0.000 | 0.500 | +0.500 |" in (out / "table.md").read_text()
+    assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # A questions file that lacks an evaluated question is named, not silently dropped.
+    qfile.write_text("".join(json.dumps(q) + "\n" for q in questions[1:]))
+    assert main(["learn", "compare", "--before", str(tmp_path / "sft"), "--after", str(tmp_path / "rl"),
+                 "--questions", str(qfile), "--out", str(tmp_path / "c2")]) == 2
+
+
 def test_learn_profile_resolves_and_validates():
     from star.config import resolve
 
