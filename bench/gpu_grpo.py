@@ -137,7 +137,7 @@ def learn(args, run: Run, sets: list[str]) -> dict:
     run("eval_rl", "learn", "evaluate", "--config", str(params), "--model", str(w / "rl" / "selected"), "--name", "rl",
         "--questions", heldout, "--out", str(w / "eval_rl"), "--quiet")
     run("compare", "learn", "compare", "--before", str(w / "eval_sft"), "--after", str(w / "eval_rl"),
-        "--out", str(w / "compare"))
+        "--questions", heldout, "--out", str(w / "compare"))
     return {"em": json.loads((w / "compare" / "compare.json").read_text())}
 
 
