@@ -1,5 +1,5 @@
-"""Benchmark: rollouts. `--suite engine` (default): the asynchronous rollout engine vs the lock-step
-baseline, same episodes, same model. `--suite backend`: our TransformersBackend against HF `generate`
+"""Benchmark: rollouts. `--suite engine` (default): the asynchronous rollout engine, with wave and with
+continuous batching, vs the lock-step baseline, same episodes, same model. `--suite backend`: our TransformersBackend against HF `generate`
 on a real model (decode tok/s, prefill tok/s, a GRPO-shaped group batch). `--suite grpo`: one GRPO step
 of the learn task split into rollout / scoring / update.
 
@@ -13,10 +13,11 @@ random policy cannot follow the protocol, each episode's turns are fixed by a gu
 forcing: the model decodes exactly those tokens, step by step with its KV cache, at the cost of
 generating them): `scripted` gives each episode a long-tailed number of short tool calls (most
 episodes short, a few long — the shape of real rollouts) before its answer; `teacher` replays
-the built-in teacher's full trajectories. Both engines run the same episodes with the same
+the built-in teacher's full trajectories. The engines run the same episodes with the same
 seeds and the same backend (with its prefix KV cache, emptied before every run); the script
-checks that they produce identical trajectories, then prints trajectories/s, turns/s, mean
-sequences per generate call, and the speed-up (target >= 1.5x), best of `--repeats` runs.
+checks that they produce identical trajectories, then prints trajectories/s, turns/s, the model's
+forward passes (what sets the pace on a GPU, where a pass costs about the same at any batch size),
+and the speed-ups (async / lock-step target >= 1.5x), best of `--repeats` runs.
 """
 
 from __future__ import annotations
@@ -31,21 +32,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-class CountingBackend:
-    """Wraps a backend to count generate calls and sequences (batch occupancy)."""
+class PassCounter:
+    """Counts a model's forward passes (prefill or decode step: on a GPU each costs about the same)."""
 
-    def __init__(self, inner):
-        self.inner, self.tokenizer = inner, inner.tokenizer
-        self.calls = self.sequences = 0
+    def __init__(self, model):
+        self.model, self.passes, self._forward = model, 0, model.forward
+        model.forward = self._count
 
-    @property
-    def stop_token_ids(self):
-        return self.inner.stop_token_ids
-
-    def generate(self, prompts, params):
-        self.calls += 1
-        self.sequences += len(prompts)
-        return self.inner.generate(prompts, params)
+    def _count(self, *args, **kwargs):
+        self.passes += 1
+        return self._forward(*args, **kwargs)
 
 
 def scripted_turns(db, queries, rng):
@@ -228,35 +224,40 @@ def main() -> int:
     # Warm-up (first-call costs), then alternate the engines `--repeats` times; each run starts
     # with an empty prefix cache so neither reuses the other's histories. Best wall time counts.
     base.generate([[1, 2, 3]], SamplingParams(max_new_tokens=2, seed=0))
+    counter = PassCounter(base.model)
+    engines = {"lock-step": (LockstepEngine, rc), "async": (RolloutEngine, rc.model_copy(update={"continuous": False})),
+               "async, continuous batching": (RolloutEngine, rc)}
     best, results, counts = {}, {}, {}
     for _ in range(args.repeats):
-        for name, cls in (("lock-step", LockstepEngine), ("async", RolloutEngine)):
+        for name, (cls, cfg) in engines.items():
             base._prefix.clear()
-            backend = CountingBackend(GuidedBackend(base, guide))
+            backend = GuidedBackend(base, guide)
+            counter.passes = 0
             t0 = time.perf_counter()
-            trajs = cls(backend, db, rollout_config=rc).run(queries)
+            trajs = cls(backend, db, rollout_config=cfg).run(queries)
             wall = time.perf_counter() - t0
             if name not in best or wall < best[name]:
                 best[name] = wall
-            results[name], counts[name] = trajs, backend.sequences / max(backend.calls, 1)
+            results[name], counts[name] = trajs, counter.passes
     rows = []
-    for name in ("lock-step", "async"):
+    for name in engines:
         trajs, wall = results[name], best[name]
         turns = sum(sum(m["role"] == "assistant" for m in t.messages) for t in trajs)
         toks = sum(t.n_policy_tokens for t in trajs)
         rows.append((name, len(trajs), wall, len(trajs) / wall, turns / wall, toks / wall, counts[name]))
     same = all(a.token_ids == b.token_ids and a.messages == b.messages
-               for a, b in zip(results["lock-step"], results["async"]))
+               for other in list(engines)[1:] for a, b in zip(results["lock-step"], results[other]))
     calls = [t.tool_calls for t in results["async"]]
     print(f"workload {args.workload}: {args.episodes} episodes, tool calls per episode mean "
           f"{sum(calls) / len(calls):.1f} (max {max(calls)}); model hidden {args.hidden} x {args.layers} layers; "
           f"batch {args.batch}, in flight {args.in_flight}, {args.threads} torch threads on {args.device}")
-    print("| engine | episodes | best wall s | trajectories/s | turns/s | policy tokens/s | seqs per generate call |")
+    print("| engine | episodes | best wall s | trajectories/s | turns/s | policy tokens/s | model passes |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r[0]} | {r[1]} | {r[2]:.1f} | {r[3]:.3f} | {r[4]:.2f} | {r[5]:.0f} | {r[6]:.2f} |")
-    speedup = rows[1][3] / rows[0][3]
-    print(f"speed-up async / lock-step: {speedup:.2f}x (target >= 1.5x); identical trajectories: {'yes' if same else 'NO'}")
+        print(f"| {r[0]} | {r[1]} | {r[2]:.1f} | {r[3]:.3f} | {r[4]:.2f} | {r[5]:.0f} | {r[6]} |")
+    print(f"speed-up async / lock-step: {rows[1][3] / rows[0][3]:.2f}x (target >= 1.5x); continuous batching / "
+          f"async: {rows[2][3] / rows[1][3]:.2f}x in wall time, {rows[1][6] / rows[2][6]:.2f}x fewer model passes; "
+          f"identical trajectories: {'yes' if same else 'NO'}")
     return 0 if same else 1
 
 

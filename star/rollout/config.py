@@ -16,6 +16,11 @@ class RolloutConfig(BaseModel):
     """Threads executing tool calls (and scoring finished episodes) beside generation."""
     gather_wait_s: float = Field(0.05, ge=0.0)
     """Longest wait for running tool calls to return so a generate batch fills up (async engine)."""
+    continuous: bool = True
+    """Continuous batching where the backend has it (TransformersBackend): an episode's next turn joins the
+    running batch instead of waiting for its longest row to end (`admit_every` steps at most)."""
+    admit_every: int = Field(8, ge=1)
+    """Continuous batching: decode steps between admissions of new sequences (each costs one prefill pass)."""
     temperature: float = Field(1.0, ge=0.0)
     """Sampling temperature (RL uses 1.0; evaluation 0.6)."""
     top_p: float = Field(1.0, gt=0.0, le=1.0)

@@ -164,59 +164,80 @@ class RolloutEngine:
         results: list[Trajectory | None] = [None] * len(todo)
         ready: deque[Episode] = deque()
         back: queue.Queue = queue.Queue()  # episodes returning from the tool pool (or raising)
-        in_flight = executing = 0
+        count = {"in_flight": 0, "executing": 0}
         cfg, st = self.config, self.stepper
+        continuous = cfg.continuous and hasattr(self.backend, "generate_continuous")
         bar = _progress(len(todo), cfg.progress, "rollout")
 
         def execute(ep: Episode, gen: Generation, max_new: int) -> Episode:
             st.execute(ep, gen, max_new)
             return ep
 
+        def collect(wait: bool) -> None:
+            """Start queued episodes into free slots, then take in what the tool threads finished. With
+            `wait`: block when nothing can generate, and when a batch is not full while tools still run,
+            wait a moment for them to fill it (tool calls take milliseconds, a generate call far longer)."""
+            while todo and count["in_flight"] < cfg.max_in_flight:
+                index, (q, qid, s) = todo.popleft()
+                ready.append(st.start(index, q, qid, s))
+                count["in_flight"] += 1
+            deadline = None
+            while True:
+                if not wait or (ready and not (len(ready) < cfg.max_batch and count["executing"])):
+                    timeout = 0.0
+                elif not ready:
+                    timeout = None
+                else:
+                    deadline = deadline or time.perf_counter() + cfg.gather_wait_s
+                    timeout = max(0.0, deadline - time.perf_counter())
+                try:
+                    item = back.get(block=timeout != 0.0, timeout=timeout)
+                except queue.Empty:
+                    break
+                count["executing"] -= 1
+                if isinstance(item, BaseException):
+                    raise item
+                ready.append(item)
+
+        def take(n: int) -> list[tuple[Episode, SamplingParams]]:
+            """Up to n ready episodes that want a turn; finished ones are recorded and free their slot."""
+            batch = []
+            while ready and len(batch) < n:
+                ep = ready.popleft()
+                p = None if ep.env.done else st.params_for(ep)
+                if p is None:  # finished (answer, stop) -> record it and free the slot
+                    results[ep.index] = st.finish(ep)
+                    count["in_flight"] -= 1
+                    bar.update(1)
+                    continue
+                batch.append((ep, p))
+            return batch
+
         with ThreadPoolExecutor(max_workers=cfg.tool_workers, thread_name_prefix="tools") as pool:
+
+            def dispatch(ep: Episode, gen: Generation, p: SamplingParams) -> None:
+                count["executing"] += 1
+                fut = pool.submit(execute, ep, gen, p.max_new_tokens)
+                fut.add_done_callback(lambda f: back.put(f.exception() or f.result()))
+
+            def refill(n: int) -> list[tuple]:
+                collect(wait=False)
+                return [((ep, p), ep.ids, p) for ep, p in take(n)]
+
             try:
-                while todo or in_flight:
-                    while todo and in_flight < cfg.max_in_flight:  # refill freed slots at once
-                        index, (q, qid, s) = todo.popleft()
-                        ready.append(st.start(index, q, qid, s))
-                        in_flight += 1
-                    # Collect what the tool threads finished. Block when nothing can generate; when a
-                    # batch is not full and tools are still running, wait a moment for them to fill it
-                    # (tool calls take milliseconds, a generate call far longer).
-                    deadline = None
-                    while True:
-                        if not ready:
-                            timeout = None
-                        elif len(ready) < cfg.max_batch and executing:
-                            deadline = deadline or time.perf_counter() + cfg.gather_wait_s
-                            timeout = max(0.0, deadline - time.perf_counter())
-                        else:
-                            timeout = 0.0
-                        try:
-                            item = back.get(block=timeout != 0.0, timeout=timeout)
-                        except queue.Empty:
-                            break
-                        executing -= 1
-                        if isinstance(item, BaseException):
-                            raise item
-                        ready.append(item)
-                    batch, params = [], []
-                    while ready and len(batch) < cfg.max_batch:
-                        ep = ready.popleft()
-                        p = None if ep.env.done else st.params_for(ep)
-                        if p is None:  # finished (answer, stop) -> record it and free the slot
-                            results[ep.index] = st.finish(ep)
-                            in_flight -= 1
-                            bar.update(1)
-                            continue
-                        batch.append(ep)
-                        params.append(p)
+                while todo or count["in_flight"]:
+                    collect(wait=True)
+                    batch = take(cfg.max_batch)
                     if not batch:
                         continue
-                    gens = self.backend.generate([ep.ids for ep in batch], params)
-                    for ep, gen, p in zip(batch, gens, params):
-                        executing += 1
-                        fut = pool.submit(execute, ep, gen, p.max_new_tokens)
-                        fut.add_done_callback(lambda f: back.put(f.exception() or f.result()))
+                    if continuous:
+                        self.backend.generate_continuous(
+                            [((ep, p), ep.ids, p) for ep, p in batch], refill,
+                            lambda tag, gen: dispatch(tag[0], gen, tag[1]), admit_every=cfg.admit_every)
+                        continue
+                    gens = self.backend.generate([ep.ids for ep, _ in batch], [p for _, p in batch])
+                    for (ep, p), gen in zip(batch, gens):
+                        dispatch(ep, gen, p)
             finally:
                 bar.close()
         return results  # type: ignore[return-value]

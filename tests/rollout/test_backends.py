@@ -217,3 +217,34 @@ def test_a_wide_nucleus_is_sampled_from_the_full_sort_and_rows_do_not_depend_on_
         alone = _sample_rows(logits[r:r + 1], params[r:r + 1], [torch.Generator().manual_seed(r)], [None])[0][0]
         batch = _sample_rows(logits, params, [torch.Generator().manual_seed(i) for i in range(3)], [None] * 3)[0][r]
         assert alone == batch
+
+
+@pytest.mark.parametrize("trim_min", [64, 1])  # 1: every column no row attends to is cut at once
+def test_continuous_batching_admits_sequences_mid_run_and_samples_as_generate_does(tiny_model_dir, monkeypatch,
+                                                                                  trim_min):
+    from star.rollout.backends import transformers as tb
+    from star.rollout.backends.transformers import TransformersBackend
+
+    monkeypatch.setattr(tb, "TRIM_MIN", trim_min)
+    backend = TransformersBackend.from_pretrained(str(tiny_model_dir), device="cpu", max_batch=3, prefix_cache=0)
+    tok = backend.tokenizer
+    prompts = [prompt_ids(tok, [{"role": "user", "content": f"Trip {i}: " + "Dallas to Ohio " * i}])
+               for i in range(7)]
+    params = [SamplingParams(temperature=1.0, max_new_tokens=3 + 6 * (i % 3), seed=100 + i) for i in range(7)]
+    alone = [backend.generate([p], sp)[0] for p, sp in zip(prompts, params)]
+    waiting, done, joined_beside = list(range(2, 7)), {}, []
+
+    def refill(n):
+        take, waiting[:] = waiting[:min(n, 2)], waiting[min(n, 2):]
+        if take:  # how many admitted sequences were still decoding when these joined
+            joined_beside.append(len([i for i in range(7) if i not in waiting and i not in done]) - len(take))
+        return [(i, prompts[i], params[i]) for i in take]
+
+    backend.generate_continuous([(i, prompts[i], params[i]) for i in (0, 1)], refill,
+                                lambda tag, gen: done.__setitem__(tag, gen), admit_every=2)
+    assert sorted(done) == list(range(7))
+    assert max(joined_beside) > 0  # sequences joined a batch that was still running
+    for i in range(7):  # each sequence is what it would be alone: its own generator, its own positions
+        assert done[i].token_ids == alone[i].token_ids, i
+        assert done[i].logprobs == pytest.approx(alone[i].logprobs, abs=1e-4)
+        assert done[i].finish_reason == alone[i].finish_reason

@@ -107,3 +107,27 @@ def test_call_budget_and_failure_injection_in_the_engine(tiny_backend, generated
                       RolloutConfig(**RC)).run(qs)[0]
     assert t.finish_reason == "call_budget" and t.tool_calls == 2 and t.tool_errors == 2
     assert all("is not available" in m["content"] for m in t.messages[3::2] if m["role"] == "user")
+
+
+def test_continuous_batching_gives_the_trajectories_of_wave_batching_in_fewer_passes(
+        tiny_backend, generated_db, synthetic_queries):
+    qs = synthetic_queries[:6]
+    backend = _guided(tiny_backend, generated_db, qs, [0, 5, 1, 4, 2, 6])
+    passes = []
+    forward = tiny_backend.model.forward
+    tiny_backend.model.forward = lambda *a, **k: passes.append(1) or forward(*a, **k)
+    try:
+        runs = {}
+        for continuous in (True, False):
+            passes.clear()
+            cfg = RolloutConfig(max_batch=3, max_in_flight=6, continuous=continuous, admit_every=2, **RC)
+            runs[continuous] = (RolloutEngine(backend, generated_db, rollout_config=cfg).run(qs), len(passes))
+    finally:
+        del tiny_backend.model.forward
+    (a, n_cont), (b, n_wave) = runs[True], runs[False]
+    assert [t.tool_calls for t in a] == [0, 5, 1, 4, 2, 6]
+    for x, y in zip(a, b):
+        assert x.token_ids == y.token_ids and x.policy_mask == y.policy_mask and x.messages == y.messages
+        assert x.logprobs == pytest.approx(y.logprobs, abs=1e-4)
+    print(f"model passes: continuous {n_cont}, waves {n_wave}")
+    assert n_cont < n_wave  # a finished row's next turn no longer waits for the longest row of its batch

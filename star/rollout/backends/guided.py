@@ -22,14 +22,21 @@ class GuidedBackend(GenerationBackend):
         self.tokenizer = inner.tokenizer
         self._eos = [inner.tokenizer.eos_token_id]
 
+        if hasattr(inner, "generate_continuous"):  # the engine batches continuously where the inner model can
+            self.generate_continuous = self._generate_continuous
+
+    def _forced(self, prompt: Sequence[int]) -> list[int] | None:
+        text = self.guide(list(prompt))
+        return None if text is None else self.tokenizer(text, add_special_tokens=False)["input_ids"] + self._eos
+
     def generate(self, prompts: Sequence[Sequence[int]],
                  params: SamplingParams | Sequence[SamplingParams]) -> list[Generation]:
-        forced = []
-        for p in prompts:
-            text = self.guide(list(p))
-            forced.append(None if text is None else
-                          self.tokenizer(text, add_special_tokens=False)["input_ids"] + self._eos)
-        return self.inner.generate(prompts, params, forced=forced)
+        return self.inner.generate(prompts, params, forced=[self._forced(p) for p in prompts])
+
+    def _generate_continuous(self, requests: Sequence[tuple], refill: Callable[[int], Sequence[tuple]],
+                             on_done: Callable[[object, Generation], None], admit_every: int = 8) -> None:
+        guided = lambda reqs: [(tag, p, sp, self._forced(p)) for tag, p, sp in reqs]  # noqa: E731
+        self.inner.generate_continuous(guided(requests), lambda n: guided(refill(n)), on_done, admit_every)
 
     def update_weights(self, state_dict) -> None:
         self.inner.update_weights(state_dict)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -81,16 +81,91 @@ class TransformersBackend(GenerationBackend):
         out: list[Generation] = []
         for i in range(0, len(prompts), self.max_batch):
             sl = slice(i, i + self.max_batch)
+            reqs = [_Sequence(None, p, sp, f) for p, sp, f in zip(prompts[sl], plist[sl], forced[sl])]
             with self._lock:
-                out.extend(self._generate_batch(prompts[sl], plist[sl], forced[sl]))
+                self._decode(reqs)
+            out.extend(r.generation() for r in reqs)
         return out
+
+    def generate_continuous(self, requests: Sequence[tuple], refill: Callable[[int], Sequence[tuple]],
+                            on_done: Callable[[object, Generation], None], admit_every: int = 8) -> None:
+        """Continuous batching: decode `requests` ((tag, prompt ids, SamplingParams[, forced ids]) each)
+        and, while they run, the ones `refill(free slots)` hands over, at most `max_batch` at a time;
+        `on_done(tag, generation)` as each sequence ends. New sequences join the running batch every
+        `admit_every` decode steps (each admission is one prefill pass) or as soon as it empties; returns
+        when it is empty and `refill` has nothing. A sequence samples exactly as in `generate` (its own
+        generator), so an episode's tokens do not depend on when it joined. Why: a batch that runs until
+        its longest row ends holds every finished row's next turn back; on a GPU, where a decode step costs
+        about the same at any batch size, that wait set the pace of multi-turn rollouts."""
+        reqs = [_Sequence(*r) for r in requests]
+        with self._lock:
+            self._decode(reqs, refill=lambda n: [_Sequence(*r) for r in refill(n)],
+                         on_done=lambda r: on_done(r.tag, r.generation()), admit_every=admit_every)
 
     # -- the decode loop ------------------------------------------------------------------------
     @torch.inference_mode()
-    def _generate_batch(self, prompts: Sequence[Sequence[int]], plist: list[SamplingParams],
-                        forced: list[Sequence[int] | None]) -> list[Generation]:
-        if any(len(p) == 0 for p in prompts):
+    def _decode(self, pending: list[_Sequence], refill=None, on_done=None, admit_every: int = 8) -> None:
+        """Decode until every sequence (and every one `refill` adds) has ended; results land on the
+        sequences themselves."""
+        if any(len(r.prompt) == 0 for r in pending):
             raise ValueError("cannot generate from an empty prompt")
+        if any(r.params.max_new_tokens < 1 for r in pending) or any(r.forced is not None and not r.forced
+                                                                   for r in pending):
+            raise ValueError("every sequence needs max_new_tokens >= 1 and a non-empty forced continuation")
+        dev = self.device
+        rows: list[_Sequence] = []  # batch row -> sequence
+        state = None  # (past, attn, last_pos, logits) of `rows`
+        since_admit = 0
+        while True:
+            if pending:
+                new = self._start(pending)
+                state = new if not rows else _merge(state, new)
+                rows, pending, since_admit = rows + pending, [], 0
+            if not rows:
+                return
+            past, attn, last_pos, logits = state
+            toks, lps = _sample_rows(logits, [r.params for r in rows], [r.gen for r in rows],
+                                     [None if r.forced is None else int(r.forced[len(r.out_ids)]) for r in rows])
+            for r, tok, lp in zip(rows, toks, lps):
+                r.out_ids.append(tok)
+                r.out_lp.append(lp)
+                if tok in self._stops or (r.params.stop and self._hit_stop(r.out_ids, r.params.stop)):
+                    r.active, r.reason = False, "stop"
+                elif len(r.out_ids) >= r.params.max_new_tokens:
+                    r.active = False
+                elif r.forced is not None and len(r.out_ids) >= len(r.forced):
+                    r.active, r.reason = False, "stop"
+            keep = [i for i, r in enumerate(rows) if r.active]
+            if len(keep) < len(rows):
+                done = [(i, r) for i, r in enumerate(rows) if not r.active]
+                if self.prefix_cache:
+                    self._store(attn, past, done)
+                if on_done is not None:
+                    for _, r in done:
+                        on_done(r)
+                if keep:  # drop finished sequences so the remaining steps only compute live rows
+                    idx = torch.tensor(keep, device=dev)
+                    past.batch_select_indices(idx)
+                    attn, last_pos = _trim_left(past, attn[idx]), last_pos[idx]
+                rows = [rows[i] for i in keep]
+            if refill is not None and len(rows) < self.max_batch and (not rows or since_admit >= admit_every):
+                pending = refill(self.max_batch - len(rows))
+                if any(len(r.prompt) == 0 for r in pending):
+                    raise ValueError("cannot generate from an empty prompt")
+            if not rows:
+                state = None
+                continue
+            nxt = torch.tensor([r.out_ids[-1] for r in rows], dtype=torch.long, device=dev).view(-1, 1)
+            attn = torch.cat([attn, torch.ones((len(rows), 1), dtype=attn.dtype, device=dev)], dim=1)
+            last_pos = last_pos + 1
+            res = self.model(input_ids=nxt, attention_mask=attn, position_ids=last_pos.view(-1, 1),
+                             past_key_values=past, use_cache=True)
+            state = (res.past_key_values, attn, last_pos, res.logits[:, -1, :])
+            since_admit += 1
+
+    def _start(self, seqs: list[_Sequence]):
+        """Prefill new sequences (reusing cached and shared prefixes): (past, attn, last_pos, logits)."""
+        prompts = [r.prompt for r in seqs]
         B, dev = len(prompts), self.device
         # Reuse the longest cached prefix of each prompt; only the rest goes through the model.
         hits = [self._lookup(p) for p in prompts]
@@ -109,57 +184,9 @@ class TransformersBackend(GenerationBackend):
             pos[b, S - sfx[b]:] = torch.arange(c[b], c[b] + sfx[b])
         past = self._batch_cache(hits, c, C) if C else None
         ids, attn, pos = ids.to(dev), attn.to(dev), pos.to(dev)
-        gens = []
-        for p in plist:
-            g = torch.Generator(device="cpu")
-            g.manual_seed(p.seed if p.seed is not None else int(torch.randint(0, 2**62, (1,)).item()))
-            gens.append(g)
-        out_ids: list[list[int]] = [[] for _ in range(B)]
-        out_lp: list[list[float]] = [[] for _ in range(B)]
-        reasons = ["length"] * B
-        if any(p.max_new_tokens < 1 for p in plist) or any(f is not None and not f for f in forced):
-            raise ValueError("every sequence needs max_new_tokens >= 1 and a non-empty forced continuation")
-        active = [True] * B
         res = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, past_key_values=past, use_cache=True,
                          logits_to_keep=1)
-        past, logits = res.past_key_values, res.logits[:, -1, :]
-        last_pos = pos[:, -1]
-        rows = list(range(B))  # batch row -> sequence; finished sequences leave the batch
-        max_steps = max(p.max_new_tokens for p in plist)
-        for _ in range(max_steps):
-            toks, lps = _sample_rows(logits, [plist[b] for b in rows], [gens[b] for b in rows],
-                                     [None if forced[b] is None else int(forced[b][len(out_ids[b])]) for b in rows])
-            for r, b in enumerate(rows):
-                tok, lp = toks[r], lps[r]
-                out_ids[b].append(tok)
-                out_lp[b].append(lp)
-                if tok in self._stops or (plist[b].stop and self._hit_stop(out_ids[b], plist[b].stop)):
-                    active[b], reasons[b] = False, "stop"
-                elif len(out_ids[b]) >= plist[b].max_new_tokens:
-                    active[b] = False
-                elif forced[b] is not None and len(out_ids[b]) >= len(forced[b]):
-                    active[b], reasons[b] = False, "stop"
-            keep = [r for r, b in enumerate(rows) if active[b]]
-            if len(keep) < len(rows):
-                # Drop finished sequences so the remaining steps only compute live rows.
-                if self.prefix_cache:
-                    self._store(prompts, out_ids, attn, past, [(r, b) for r, b in enumerate(rows) if not active[b]])
-                if not keep:
-                    rows = []
-                    break
-                idx = torch.tensor(keep, device=dev)
-                past.batch_select_indices(idx)
-                attn, last_pos = attn[idx], last_pos[idx]
-                rows = [rows[r] for r in keep]
-            nxt = torch.tensor([out_ids[b][-1] for b in rows], dtype=torch.long, device=dev).view(-1, 1)
-            attn = torch.cat([attn, torch.ones((len(rows), 1), dtype=attn.dtype, device=dev)], dim=1)
-            last_pos = last_pos + 1
-            res = self.model(input_ids=nxt, attention_mask=attn, position_ids=last_pos.view(-1, 1),
-                             past_key_values=past, use_cache=True)
-            past, logits = res.past_key_values, res.logits[:, -1, :]
-        if self.prefix_cache and rows:
-            self._store(prompts, out_ids, attn, past, list(enumerate(rows)))
-        return [Generation(out_ids[b], out_lp[b], reasons[b]) for b in range(B)]
+        return res.past_key_values, attn, pos[:, -1], res.logits[:, -1, :]
 
     # -- prefix cache ---------------------------------------------------------------------------
     def _lookup(self, prompt: Sequence[int]):
@@ -251,19 +278,18 @@ class TransformersBackend(GenerationBackend):
             cache.update(K, V, layer)
         return cache
 
-    def _store(self, prompts, out_ids, attn, past, row_seq: list[tuple[int, int]]) -> None:
+    def _store(self, attn, past, row_seq: list[tuple[int, _Sequence]]) -> None:
         """Keep keys/values of the given (batch row, sequence) pairs: prompt + generated ids but the
         last (never fed). Called when a sequence leaves the batch."""
         import numpy as np
 
         layers = [(layer.keys, layer.values) for layer in past.layers]
-        for r, b in row_seq:
-            p = prompts[b]
-            n = len(p) + len(out_ids[b]) - 1
+        for r, seq in row_seq:
+            n = len(seq.prompt) + len(seq.out_ids) - 1
             cols = torch.nonzero(attn[r, : layers[0][0].shape[2]], as_tuple=False).flatten()[:n]
             if len(cols) < n:
                 continue
-            key = tuple(p) + tuple(out_ids[b][:-1])
+            key = tuple(seq.prompt) + tuple(seq.out_ids[:-1])
             arr = np.asarray(key, dtype=np.int64)
             # An entry that is a prefix of this one is superseded (the next turn of the same episode):
             # any prompt it would serve, this one serves at least as far.
@@ -275,6 +301,53 @@ class TransformersBackend(GenerationBackend):
         while self._prefix and (len(self._prefix) > self.prefix_cache or total > self.prefix_cache_tokens):
             _, (a, _) = self._prefix.popitem(last=False)
             total -= len(a)
+
+
+class _Sequence:
+    """One sequence being decoded: its prompt, sampling, own random stream and what it has produced."""
+
+    def __init__(self, tag, prompt: Sequence[int], params: SamplingParams, forced: Sequence[int] | None = None):
+        self.tag, self.prompt, self.params, self.forced = tag, prompt, params, forced
+        self.gen = torch.Generator(device="cpu")
+        self.gen.manual_seed(params.seed if params.seed is not None else int(torch.randint(0, 2**62, (1,)).item()))
+        self.out_ids: list[int] = []
+        self.out_lp: list[float] = []
+        self.active, self.reason = True, "length"
+
+    def generation(self) -> Generation:
+        return Generation(self.out_ids, self.out_lp, self.reason)
+
+
+def _merge(a, b):
+    """Two running batches (past, attn, last_pos, logits) as one: the shorter cache is left-padded with
+    masked columns, so every row keeps its positions and sees only its own tokens."""
+    (pa, ma, la, ga), (pb, mb, lb, gb) = a, b
+    L = max(ma.shape[1], mb.shape[1])
+    for x, y in zip(pa.layers, pb.layers):  # a's cache object grows in place (its layer types are kept)
+        x.keys = torch.cat([_pad_left(x.keys, L), _pad_left(y.keys, L)])
+        x.values = torch.cat([_pad_left(x.values, L), _pad_left(y.values, L)])
+    pad = torch.nn.functional.pad
+    mask = torch.cat([pad(ma, (L - ma.shape[1], 0)), pad(mb, (L - mb.shape[1], 0))])
+    return pa, mask, torch.cat([la, lb]), torch.cat([ga, gb])
+
+
+def _pad_left(kv: torch.Tensor, length: int) -> torch.Tensor:
+    """(B, heads, T, dim) -> (B, heads, length, dim), zeros in front."""
+    return torch.nn.functional.pad(kv, (0, 0, length - kv.shape[2], 0)) if kv.shape[2] < length else kv
+
+
+TRIM_MIN = 64
+"""Leading columns that every row masks (padding for rows that have left) are cut from the cache at this many."""
+
+
+def _trim_left(past, attn: torch.Tensor) -> torch.Tensor:
+    """Drop the leading columns no row attends to (from the cache too); returns the mask."""
+    lead = int((attn.cumsum(1) == 0).sum(1).min().item())
+    if lead < TRIM_MIN:
+        return attn
+    for layer in past.layers:
+        layer.keys, layer.values = layer.keys[:, :, lead:], layer.values[:, :, lead:]
+    return attn[:, lead:]
 
 
 NUCLEUS_CANDIDATES = 256
