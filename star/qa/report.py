@@ -101,12 +101,7 @@ def plot_table2(rows: dict[str, dict], path: str | Path) -> Path:
     ax.set_xticks([x + width * (len(rows) - 1) / 2 for x in range(len(labels))], labels)
     ax.set_ylabel("exact match (%)")
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_before_after(result: dict, by_kind: list[dict], path: str | Path, names=("SFT", "GRPO")) -> Path:
@@ -128,6 +123,13 @@ def plot_before_after(result: dict, by_kind: list[dict], path: str | Path, names
     ax.set_title(f"{names[1]} - {names[0]} = {result['diff']:+.3f} EM, s.e. {result['diff_se']:.3f}, "
                  f"z = {result['z']:.1f} ({result['questions']} questions, paired seeds)", fontsize="small")
     ax.legend(fontsize="small")
+    return _save(fig, path)
+
+
+def _save(fig, path: str | Path) -> Path:
+    """Write a figure as PNG (parent folders made) and free it."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
