@@ -1,7 +1,7 @@
 """Benchmark: rollouts. `--suite engine` (default): the asynchronous rollout engine, with wave and with
-continuous batching, vs the lock-step baseline, same episodes, same model. `--suite backend`: our TransformersBackend against HF `generate`
-on a real model (decode tok/s, prefill tok/s, a GRPO-shaped group batch). `--suite grpo`: one GRPO step
-of the learn task split into rollout / scoring / update.
+continuous batching, vs the lock-step baseline, same episodes, same model. `--suite backend`: our
+TransformersBackend against HF `generate` on a real model (decode tok/s, prefill tok/s, a GRPO-shaped
+group batch). `--suite grpo`: one GRPO step of the learn task split into rollout / scoring / update.
 
     .venv/bin/python bench/rollout.py [--episodes 32] [--batch 8] [--in-flight 16] [--threads 2]
                                       [--workload scripted|teacher] [--hidden 128 --layers 4]
@@ -36,7 +36,7 @@ class PassCounter:
     """Counts a model's forward passes (prefill or decode step: on a GPU each costs about the same)."""
 
     def __init__(self, model):
-        self.model, self.passes, self._forward = model, 0, model.forward
+        self.passes, self._forward = 0, model.forward
         model.forward = self._count
 
     def _count(self, *args, **kwargs):

@@ -60,7 +60,8 @@ for name in "${runs[@]}"; do
   pids[$name]=$!
 done
 if [ -z "${NO_TESTS:-}" ]; then
-  timeout 300 $PY -m pytest -m gpu -q -p no:cacheprovider tests/training/test_gpu.py > "$OUT/gpu_tests.log" 2>&1 &
+  timeout 300 $PY -m pytest -m gpu -q -p no:cacheprovider tests/training/test_gpu.py \
+    tests/training/test_device_memory.py > "$OUT/gpu_tests.log" 2>&1 &
 fi
 for name in "${runs[@]}"; do wait "${pids[$name]}"; echo "$name: rc $?"; done
 wait

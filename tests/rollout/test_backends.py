@@ -248,3 +248,15 @@ def test_continuous_batching_admits_sequences_mid_run_and_samples_as_generate_do
         assert done[i].token_ids == alone[i].token_ids, i
         assert done[i].logprobs == pytest.approx(alone[i].logprobs, abs=1e-4)
         assert done[i].finish_reason == alone[i].finish_reason
+
+
+def test_an_empty_prompt_or_a_zero_budget_is_refused_however_it_arrives(tiny_backend, prompts):
+    ok, empty = SamplingParams(max_new_tokens=4, seed=1), SamplingParams(max_new_tokens=0, seed=1)
+    with pytest.raises(ValueError, match="empty prompt"):
+        tiny_backend.generate([prompts[0], []], ok)
+    with pytest.raises(ValueError, match="max_new_tokens >= 1"):
+        tiny_backend.generate([prompts[0]], empty)
+    handed = [[(1, [], ok)]]  # a sequence refill hands over mid-run is checked like the first ones
+    with pytest.raises(ValueError, match="empty prompt"):
+        tiny_backend.generate_continuous([(0, prompts[0], ok)], lambda n: handed.pop() if handed else [],
+                                         lambda tag, gen: None, admit_every=1)

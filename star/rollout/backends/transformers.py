@@ -107,11 +107,6 @@ class TransformersBackend(GenerationBackend):
     def _decode(self, pending: list[_Sequence], refill=None, on_done=None, admit_every: int = 8) -> None:
         """Decode until every sequence (and every one `refill` adds) has ended; results land on the
         sequences themselves."""
-        if any(len(r.prompt) == 0 for r in pending):
-            raise ValueError("cannot generate from an empty prompt")
-        if any(r.params.max_new_tokens < 1 for r in pending) or any(r.forced is not None and not r.forced
-                                                                   for r in pending):
-            raise ValueError("every sequence needs max_new_tokens >= 1 and a non-empty forced continuation")
         dev = self.device
         rows: list[_Sequence] = []  # batch row -> sequence
         state = None  # (past, attn, last_pos, logits) of `rows`
@@ -150,8 +145,6 @@ class TransformersBackend(GenerationBackend):
                 rows = [rows[i] for i in keep]
             if refill is not None and len(rows) < self.max_batch and (not rows or since_admit >= admit_every):
                 pending = refill(self.max_batch - len(rows))
-                if any(len(r.prompt) == 0 for r in pending):
-                    raise ValueError("cannot generate from an empty prompt")
             if not rows:
                 state = None
                 continue
@@ -307,6 +300,10 @@ class _Sequence:
     """One sequence being decoded: its prompt, sampling, own random stream and what it has produced."""
 
     def __init__(self, tag, prompt: Sequence[int], params: SamplingParams, forced: Sequence[int] | None = None):
+        if len(prompt) == 0:
+            raise ValueError("cannot generate from an empty prompt")
+        if params.max_new_tokens < 1 or (forced is not None and not forced):
+            raise ValueError("every sequence needs max_new_tokens >= 1 and a non-empty forced continuation")
         self.tag, self.prompt, self.params, self.forced = tag, prompt, params, forced
         self.gen = torch.Generator(device="cpu")
         self.gen.manual_seed(params.seed if params.seed is not None else int(torch.randint(0, 2**62, (1,)).item()))
