@@ -6,8 +6,8 @@ keeps each inside the deadline and pairs the two evaluations over the same queri
     python bench/gpu_grpo.py learn --base models/base --data data/learn --out DIR --budget-s 420
 
 travelplanner: the `cpu` profile's pipeline (DIR holds splits/ and sft/train.jsonl from `dvc repro
-sft_data`), GRPO at `--set rl.KEY=VALUE` scale; learn: the `learn` profile (search-tool QA) with the
-`cpu` profile's SmolLM2 (`--set model.profile=cpu ...` as docs/experiments/learn-qa.md section 4 says).
+sft_data`), GRPO at `--set rl.KEY=VALUE` scale; learn: the `learn` profile (search-tool QA, SmolLM2; DIR
+from `star learn data`).
 """
 
 from __future__ import annotations
@@ -28,13 +28,11 @@ SCALE = {
     "travelplanner": ["rl.num_generations=8", "rl.batch_queries=16", "rl.train_queries=null", "rl.mini_batches=2",
                       "rl.micro_batch_size=4", "rl.rollout_batch=128", "rl.max_steps=200", "rl.save_every=0",
                       "rl.torch_threads=6", "sft.bf16=true", "rl.bf16=true", "eval.limit=null"],
-    # learn: the CPU run's start (24 SFT steps) and update (DAPO, lr 5e-5; learn-qa.md section 7) with 4x its
-    # questions a step; 2 seeds over 800 held-out questions (scripts/device_prepare.sh) for a small s.e.
-    "learn": ["model.profile=cpu", "sft.learning_rate=1e-4", "sft.batch_size=4", "sft.max_steps=24",
-              "sft.torch_threads=3", "sft.bf16=true", "rl.bf16=true", "rl.algorithm=dapo", "rl.dapo_oversample=true",
-              "rl.learning_rate=5e-5", "rl.temperature=0.8", "rl.batch_queries=8", "rl.rollout_batch=64",
-              "rl.max_steps=400", "rl.torch_threads=3", "learn.eval_samples=2", "learn.torch_threads=3",
-              "learn.episode.batch_size=200"],
+    # learn: the profile's recipe (SmolLM2, 24 SFT steps, DAPO 8 x 8 a step) in bf16, stepping until the budget's
+    # evaluation reserve, and 2 seeds over the 800 held-out questions (the GPU affords the smaller s.e.)
+    "learn": ["sft.torch_threads=3", "sft.bf16=true", "rl.bf16=true", "rl.rollout_batch=64", "rl.max_steps=400",
+              "rl.old_logprobs=recompute", "rl.micro_batch_size=8", "rl.torch_threads=3", "learn.eval_samples=2",
+              "learn.torch_threads=3", "learn.episode.batch_size=200"],
 }
 PROFILE = {"travelplanner": "cpu", "learn": "learn"}
 

