@@ -9,7 +9,7 @@ import textwrap
 import pytest
 import yaml
 
-from star.config import PROJECT_DIR
+from star.config import PROJECT_DIR, profiles, resolve, write_yaml
 from star.tracking.stages import StageError, Workspace, dvc_bin, needed_stages, stage_order
 
 PIPELINE = ["sandbox", "synthesize", "validate", "split", "teacher", "sft_data", "sft", "grpo", "evaluate"]
@@ -64,6 +64,22 @@ def test_dvc_parses_the_pipeline():
     proc = subprocess.run([dvc_bin(), "stage", "list"], cwd=PROJECT_DIR, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "evaluate@rl" in proc.stdout and "grpo" in proc.stdout
+
+
+@pytest.mark.parametrize("profile", profiles())
+def test_dvc_parses_both_pipelines_under_every_profile(profile, tmp_path):
+    """A stage command that names a key some profile's params.yaml lacks breaks `dvc repro` at its first
+    parse (learn/dvc.yaml once read model.smoke.*, which only the old learn profile set)."""
+    (tmp_path / "learn").mkdir()
+    for name in ("dvc.yaml", "learn/dvc.yaml"):
+        (tmp_path / name).write_text((PROJECT_DIR / name).read_text())
+    write_yaml(tmp_path / "params.yaml", resolve(profile).to_params())
+    subprocess.run([dvc_bin(), "init", "-q", "--no-scm"], cwd=tmp_path, check=True, capture_output=True)
+    for pipeline in ("dvc.yaml", "learn/dvc.yaml"):
+        proc = subprocess.run([dvc_bin(), "stage", "list", "--name-only", "-R", pipeline], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, f"{profile}: {pipeline}: {proc.stderr}"
+        assert ("learn_build_model@learn" in proc.stdout) == (pipeline == "learn/dvc.yaml" and profile == "learn")
 
 
 TOY = textwrap.dedent("""
