@@ -241,8 +241,9 @@ def compare_table(result: dict, before: dict, after: dict, names=("SFT", "GRPO")
         rows.append(f"| {name} | {s['em']:.3f} | {s['em_se']:.3f} | {s['answered']:.3f} | {s['format_error']:.3f} "
                     f"| {s['searches']:.2f} | {s['tokens']:.0f} |")
     rows.append("")
-    rows.append(f"Paired over {result['questions']} held-out questions x {result['episodes'] // result['questions']} "
-                f"seeds: {names[1]} - {names[0]} = {result['diff']:+.3f} EM, s.e. {result['diff_se']:.3f}, "
+    seeds = result["episodes"] // result["questions"]
+    rows.append(f"Paired over {result['questions']} held-out questions x {seeds} seed{'s' if seeds > 1 else ''}"
+                f": {names[1]} - {names[0]} = {result['diff']:+.3f} EM, s.e. {result['diff_se']:.3f}, "
                 f"z = {result['z']:.2f} ({result['questions_better']} questions better, "
                 f"{result['questions_worse']} worse).")
     return "\n".join(rows) + "\n"
