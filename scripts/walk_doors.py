@@ -1,7 +1,7 @@
 """Walk the README's doors the way a user does, with real servers, and check what they leave behind.
 
     .venv/bin/python scripts/walk_doors.py                 # every door (CI runs this)
-    .venv/bin/python scripts/walk_doors.py --only ablation # one door: repro | ablation | ui | exp
+    .venv/bin/python scripts/walk_doors.py --only ablation # one door: repro | ablation | ui | exp | learn
 
 1. `dvc repro` on the committed params.yaml (smoke): SFT took optimizer steps with a falling loss,
    GRPO ran its steps of scored rollouts; a second `dvc repro` is a no-op.
@@ -14,6 +14,10 @@
 4. `star serve --stop`.
 5. `dvc exp run -S rl.reward=macro`: params.yaml still resolves to the same values (plus the one
    set; its stages come from the run-cache the ablation filled); then params.yaml is restored.
+6. The learning demonstration's command, `resolve --profile learn` then `dvc repro learn/dvc.yaml`, in a
+   clone at a small scale (its SmolLM2, a few steps and questions; the profile itself takes 74 min): every
+   stage ran as an MLflow run, SFT took steps, GRPO scored rollouts, both evaluations cover the same
+   held-out questions and seeds, and the comparison was written.
 Exit status 0 only if every check passed; each failure names the door and what was wrong.
 """
 
@@ -30,7 +34,7 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-DOORS = ("repro", "ablation", "ui", "exp")
+DOORS = ("repro", "ablation", "ui", "exp", "learn")
 PREFECT_PORT, MLFLOW_PORT = 4200, 5000
 API = f"http://127.0.0.1:{PREFECT_PORT}/api"
 MLFLOW = f"http://127.0.0.1:{MLFLOW_PORT}"
@@ -173,6 +177,55 @@ def door_exp() -> None:
         sh([str(BIN / "dvc"), "checkout", "--force"], timeout=600)
 
 
+# The learn door's scale: the profile's model, stages and settings, a few steps and questions.
+LEARN_SMALL = ["sft.max_steps=6", "rl.max_steps=1", "rl.batch_queries=2", "rl.num_generations=4",
+               "rl.dapo_oversample=false", "learn.questions=60", "learn.sft_questions=24", "learn.rl_questions=12",
+               "learn.heldout_questions=12"]
+
+
+def door_learn() -> None:
+    import tempfile
+
+    import yaml
+    from mlflow import MlflowClient
+
+    work = Path(tempfile.mkdtemp(prefix="star-learn-door-")) / "repo"
+    sh(["git", "clone", "-q", str(PROJECT), str(work)], timeout=300)
+    (work / ".venv").symlink_to(PROJECT / ".venv")
+    uri = f"sqlite:///{work / 'mlflow.db'}"
+
+    def run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
+        print(f"$ (in {work}) {' '.join(cmd)}", flush=True)
+        return subprocess.run(cmd, cwd=work, env={**os.environ, "MLFLOW_TRACKING_URI": uri}, capture_output=True,
+                              text=True, timeout=timeout)
+
+    sets = [a for kv in LEARN_SMALL for a in ("--set", kv)]
+    proc = run([str(BIN / "python"), "-m", "star.config", "resolve", "--profile", "learn", *sets, "--out", "params.yaml"],
+               120)
+    check(proc.returncode == 0, "learn", "the learn profile resolves" + ("" if proc.returncode == 0 else f": {proc.stderr}"))
+    proc = run([str(BIN / "dvc"), "repro", "learn/dvc.yaml"], 1800)
+    check(proc.returncode == 0, "learn", "dvc repro learn/dvc.yaml finished"
+          + ("" if proc.returncode == 0 else f":\n{(proc.stdout + proc.stderr)[-3000:]}"))
+    sft = json.loads((work / "models/learn/sft/sft_summary.json").read_text())
+    check(sft["steps"] > 0 and sft["last_loss"] < sft["first_loss"], "learn",
+          f"SFT took {sft['steps']} steps, loss {sft['first_loss']:.3f} -> {sft['last_loss']:.3f}")
+    steps = jsonl(work / "models/learn/rl/metrics.jsonl")
+    check(len(steps) == 1 and steps[0]["rollout_tokens_per_s"] > 0, "learn",
+          f"GRPO scored its rollouts (reward {steps[0]['reward_mean']:.3f}, updates "
+          f"{sum(s.get('optimizer_steps', 0) > 0 for s in steps)})")
+    sft_eps, rl_eps = (jsonl(work / f"metrics/learn/{m}/episodes.jsonl") for m in ("sft", "rl"))
+    pairs = lambda eps: sorted((e["id"], e["seed"]) for e in eps)  # noqa: E731
+    compare = json.loads((work / "metrics/learn/compare/compare.json").read_text())
+    check(pairs(sft_eps) == pairs(rl_eps) and compare["questions"] == 12, "learn",
+          f"both models ran the same 12 held-out questions and seeds; RL - SFT = {compare['diff']:+.3f} EM "
+          f"(s.e. {compare['diff_se']:.3f})")
+    client = MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name("star").experiment_id])
+    stages = sorted(r.info.run_name for r in runs if r.info.status == "FINISHED" and r.info.run_name.startswith("learn_"))
+    want = sorted(yaml.safe_load((work / "learn/dvc.yaml").read_text())["stages"])  # the one list of them
+    check(stages == want, "learn", f"one FINISHED MLflow run per stage: {stages}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", choices=DOORS, action="append", help="walk only these doors (repeatable)")
@@ -195,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
                 sh([str(BIN / "star"), "serve", "--stop"], timeout=120)
         if "exp" in doors:
             door_exp()
+        if "learn" in doors:
+            door_learn()
     except (DoorFailed, subprocess.TimeoutExpired) as exc:
         print(f"FAILED {exc}", file=sys.stderr)
         return 1
