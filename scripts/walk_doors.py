@@ -50,10 +50,10 @@ def check(cond: bool, door: str, what: str) -> None:
     print(f"  ok [{door}] {what}", flush=True)
 
 
-def sh(cmd: list[str], timeout: float, env: dict | None = None) -> subprocess.CompletedProcess:
-    print(f"$ {' '.join(cmd)}", flush=True)
+def sh(cmd: list[str], timeout: float, env: dict | None = None, cwd: Path = PROJECT) -> subprocess.CompletedProcess:
+    print(f"$ {'' if cwd == PROJECT else f'(in {cwd}) '}{' '.join(cmd)}", flush=True)
     start = time.time()
-    proc = subprocess.run(cmd, cwd=PROJECT, env={**os.environ, **(env or {})}, capture_output=True, text=True,
+    proc = subprocess.run(cmd, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True,
                           timeout=timeout)
     print(f"  ({time.time() - start:.0f}s, exit {proc.returncode})", flush=True)
     return proc
@@ -193,12 +193,7 @@ def door_learn() -> None:
     sh(["git", "clone", "-q", str(PROJECT), str(work)], timeout=300)
     (work / ".venv").symlink_to(PROJECT / ".venv")
     uri = f"sqlite:///{work / 'mlflow.db'}"
-
-    def run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
-        print(f"$ (in {work}) {' '.join(cmd)}", flush=True)
-        return subprocess.run(cmd, cwd=work, env={**os.environ, "MLFLOW_TRACKING_URI": uri}, capture_output=True,
-                              text=True, timeout=timeout)
-
+    run = lambda cmd, timeout: sh(cmd, timeout, env={"MLFLOW_TRACKING_URI": uri}, cwd=work)  # noqa: E731
     sets = [a for kv in LEARN_SMALL for a in ("--set", kv)]
     proc = run([str(BIN / "python"), "-m", "star.config", "resolve", "--profile", "learn", *sets, "--out", "params.yaml"],
                120)
@@ -216,8 +211,9 @@ def door_learn() -> None:
     sft_eps, rl_eps = (jsonl(work / f"metrics/learn/{m}/episodes.jsonl") for m in ("sft", "rl"))
     pairs = lambda eps: sorted((e["id"], e["seed"]) for e in eps)  # noqa: E731
     compare = json.loads((work / "metrics/learn/compare/compare.json").read_text())
-    check(pairs(sft_eps) == pairs(rl_eps) and compare["questions"] == 12, "learn",
-          f"both models ran the same 12 held-out questions and seeds; RL - SFT = {compare['diff']:+.3f} EM "
+    heldout = int(dict(kv.split("=") for kv in LEARN_SMALL)["learn.heldout_questions"])
+    check(pairs(sft_eps) == pairs(rl_eps) and compare["questions"] == heldout, "learn",
+          f"both models ran the same {heldout} held-out questions and seeds; RL - SFT = {compare['diff']:+.3f} EM "
           f"(s.e. {compare['diff_se']:.3f})")
     client = MlflowClient(uri)
     runs = client.search_runs([client.get_experiment_by_name("star").experiment_id])

@@ -220,9 +220,13 @@ class RolloutEngine:
                 fut = pool.submit(execute, ep, gen, p.max_new_tokens)
                 fut.add_done_callback(lambda f: back.put(f.exception() or f.result()))
 
+            def requests(batch: list[tuple[Episode, SamplingParams]]) -> list[tuple]:
+                """generate_continuous's (tag, prompt, params): the tag brings the episode and params back."""
+                return [((ep, p), ep.ids, p) for ep, p in batch]
+
             def refill(n: int) -> list[tuple]:
                 collect(wait=False)
-                return [((ep, p), ep.ids, p) for ep, p in take(n)]
+                return requests(take(n))
 
             try:
                 while todo or count["in_flight"]:
@@ -232,7 +236,7 @@ class RolloutEngine:
                         continue
                     if continuous:
                         self.backend.generate_continuous(
-                            [((ep, p), ep.ids, p) for ep, p in batch], refill,
+                            requests(batch), refill,
                             lambda tag, gen: dispatch(tag[0], gen, tag[1]), admit_every=cfg.admit_every)
                         continue
                     gens = self.backend.generate([ep.ids for ep, _ in batch], [p for _, p in batch])
