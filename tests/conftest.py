@@ -47,8 +47,18 @@ def any_db(request):
     return request.getfixturevalue("generated_db" if request.param == "generated" else "real_db")
 
 
+def official_queries_dir() -> Path:
+    """The official query files: beside the real database (STAR_DB's folder), else in the shared checkout
+    next to this clone."""
+    db = real_db_path()
+    if db is not None and (db.parent / "queries").is_dir():
+        return db.parent / "queries"
+    return QUERIES_DIR
+
+
 @pytest.fixture(scope="session")
 def queries_dir() -> Path:
-    if not QUERIES_DIR.is_dir():
-        pytest.skip(f"official query files not found at {QUERIES_DIR}")
-    return QUERIES_DIR
+    found = official_queries_dir()
+    if not found.is_dir():
+        pytest.skip(f"official query files not found at {found} (set STAR_DB=.../travelplanner/database)")
+    return found

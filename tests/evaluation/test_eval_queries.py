@@ -56,6 +56,18 @@ def test_official_files_load(queries_dir):
     assert len(train) == 45 and isinstance(train[0]["date"], list)
 
 
+def test_official_query_files_are_found_beside_star_db(tmp_path, monkeypatch):
+    """A clone anywhere finds the query files in the folder that holds STAR_DB's database."""
+    from tests.conftest import QUERIES_DIR, official_queries_dir
+
+    (tmp_path / "database").mkdir()
+    (tmp_path / "queries").mkdir()
+    monkeypatch.setenv("STAR_DB", str(tmp_path / "database"))
+    assert official_queries_dir() == tmp_path / "queries"
+    monkeypatch.setenv("STAR_DB", "generated:0")
+    assert official_queries_dir() == QUERIES_DIR
+
+
 def test_errors_name_file_and_line(tmp_path):
     path = tmp_path / "q.jsonl"
     path.write_text(json.dumps(RAW) + "\n{not json\n")
