@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[1]
+if str(PROJECT) not in sys.path:  # this checkout's `star`, whichever one the venv has installed
+    sys.path.insert(0, str(PROJECT))
 
 
 def find_chromium() -> str:
@@ -99,9 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         if not wait_http(f"{url}/health", args.timeout):
             print(f"error: MLflow UI at {url} did not answer", file=sys.stderr)
             return 1
-        page = f"{url}/#/experiments/{exp.experiment_id}/runs"
-        if args.run:  # the run's artifacts tab, opened on the comparison report
-            page += f"/{args.run}/artifacts/report/report.md"
+        from star.tracking.mlflow_logging import ui_url
+
+        # a run alone: its artifacts tab, opened on the comparison report
+        page = ui_url(url, exp.experiment_id, args.run, "/artifacts/report/report.md" if args.run else "")
         dom = chromium(["--dump-dom", page], args.timeout).stdout
         shown = sorted(n for n in expected if n in dom)
         missing = [t for t in args.expect if t not in dom]

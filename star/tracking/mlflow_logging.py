@@ -55,6 +55,18 @@ def default_tracking_uri(project_dir: Path = PROJECT_DIR) -> str:
     return f"sqlite:///{Path(project_dir).resolve() / 'mlflow.db'}"
 
 
+# MLflow 3's UI ignores the experiment's kind tag: a page shows the GenAI view (every run without a
+# logged model listed under "Evaluations") unless the sidebar's switch, or this parameter, picks the
+# machine-learning view (runs, params, metric charts).
+UI_WORKFLOW = "workflowType=machine_learning"
+
+
+def ui_url(base: str, experiment_id: str, run_id: str | None = None, tail: str = "") -> str:
+    """A page of the MLflow UI at `base` in its machine-learning view: the experiment's runs, or one run."""
+    return f"{base.rstrip('/')}/#/experiments/{experiment_id}/runs" + (f"/{run_id}" if run_id else "") \
+        + tail + "?" + UI_WORKFLOW
+
+
 def tracking_uri(config: TrackingConfig | None = None, project_dir: Path = PROJECT_DIR) -> str:
     """Config value, else $MLFLOW_TRACKING_URI, else the project's sqlite store."""
     if config is not None and config.tracking_uri:
@@ -163,6 +175,15 @@ class Tracker:
             n += len(batch)
         return n
 
+    def log_results(self, run_id: str, results: dict[str, Any], prefix: str = "") -> int:
+        """A stage's result file: its `config` block (the settings that produced it) as params
+        `PREFIX.config.*`, every other number as a metric. A setting logged as a metric is a constant
+        that the UI's charts pick up as if it were a result."""
+        config = results.get("config")
+        if isinstance(config, dict) and config:
+            self.log_params(run_id, {f"{prefix}config": config})
+        return self.log_metrics(run_id, {k: v for k, v in results.items() if k != "config"}, prefix=prefix)
+
     # ------------------------------------------------------------------------------- artifacts
     def log_artifact(self, run_id: str, path: str | Path, artifact_path: str | None = None) -> None:
         path = Path(path)
@@ -178,13 +199,14 @@ class Tracker:
         self.client.log_dict(run_id, data, artifact_file)
 
     def log_eval_table(self, run_id: str, metrics: dict[str, Any], name: str = "eval") -> int:
-        """An evaluation's metric table: every number as a metric, the whole table as JSON + CSV artifacts.
+        """An evaluation's metric table: every number as a metric (its `config` as params), the whole
+        table as JSON + CSV artifacts.
 
         Expects the evaluator's aggregate keys (delivery_rate, commonsense_micro/macro,
         hard_micro/macro, success_rate) and optional nested breakdowns (per level, per check)."""
-        n = self.log_metrics(run_id, metrics, prefix=f"{name}.")
+        n = self.log_results(run_id, metrics, prefix=f"{name}.")
         self.log_dict(run_id, metrics, f"{name}/metrics.json")
-        rows = eval_rows(metrics)
+        rows = eval_rows({k: v for k, v in metrics.items() if k != "config"})
         buf = io.StringIO()
         writer = csv.writer(buf)
         writer.writerow(["group", "metric", "value"])

@@ -97,7 +97,7 @@ def _after(tracker, run_id: str, args, elapsed: float) -> None:
         if Path(path).is_file():
             data = json.loads(Path(path).read_text())
             if isinstance(data, dict):
-                tracker.log_metrics(run_id, data)
+                tracker.log_results(run_id, data)
             tracker.log_artifact(run_id, path, "outputs")
     already = set(tracker.client.get_run(run_id).data.metrics)
     for path in args.steps:
@@ -115,7 +115,6 @@ def _after(tracker, run_id: str, args, elapsed: float) -> None:
         if Path(path).is_file():
             data = json.loads(Path(path).read_text())
             table = data.get("metrics", data) if isinstance(data, dict) else {}
-            table = {k: v for k, v in table.items() if k != "config"}  # settings are params, not metrics
             tracker.log_eval_table(run_id, table, name=name)
     for path in args.trajectories:
         if Path(path).is_file():

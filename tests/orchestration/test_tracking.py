@@ -61,13 +61,33 @@ def test_step_metrics_keep_their_history(tracker):
 def test_eval_table_is_metrics_and_artifacts(tracker, tmp_path):
     run = tracker.start_run("evaluate", "stage")
     table = {"success_rate": 0.25, "commonsense_micro": 0.9, "by_level": {"easy": {"success_rate": 0.5}},
-             "checks": {"valid_cost": 0.75}, "mode": "official"}
+             "checks": {"valid_cost": 0.75}, "mode": "official", "config": {"temperature": 0.7, "samples": 2}}
     assert tracker.log_eval_table(run, table) == 4
-    metrics = tracker.client.get_run(run).data.metrics
-    assert metrics["eval.success_rate"] == 0.25 and metrics["eval.by_level.easy.success_rate"] == 0.5
+    data = tracker.client.get_run(run).data
+    assert data.metrics["eval.success_rate"] == 0.25 and data.metrics["eval.by_level.easy.success_rate"] == 0.5
+    # the settings that produced the table are params, not constant "metrics" the UI's charts would pick
+    assert not any(".config." in k for k in data.metrics)
+    assert data.params["eval.config.temperature"] == "0.7" and data.params["eval.config.samples"] == "2"
     arts = {a.path for a in tracker.client.list_artifacts(run, "eval")}
     assert arts == {"eval/metrics.json", "eval/metrics.csv"}
     assert ("by_level.easy", "success_rate", 0.5) in eval_rows(table)
+    csv_text = tracker.client.download_artifacts(run, "eval/metrics.csv", str(tmp_path))
+    assert "temperature" not in open(csv_text).read()
+
+
+def test_ui_links_open_mlflows_machine_learning_view():
+    from star.tracking.mlflow_logging import ui_url
+
+    assert ui_url("http://127.0.0.1:5000/", "3") == "http://127.0.0.1:5000/#/experiments/3/runs?workflowType=machine_learning"
+    assert ui_url("http://h:5000", "3", "abc", "/artifacts/report/report.md") == \
+        "http://h:5000/#/experiments/3/runs/abc/artifacts/report/report.md?workflowType=machine_learning"
+
+
+def test_a_result_files_config_is_params(tracker):
+    run = tracker.start_run("sft", "stage")
+    assert tracker.log_results(run, {"final_loss": 1.5, "steps": 44, "config": {"learning_rate": 0.003}}) == 2
+    data = tracker.client.get_run(run).data
+    assert set(data.metrics) == {"final_loss", "steps"} and data.params == {"config.learning_rate": "0.003"}
 
 
 def test_sample_trajectories_are_readable_artifacts(tracker):
