@@ -7,11 +7,14 @@
 
 Process ids and logs live in runs/serve/ under the project. After `star serve`:
     prefect deployment run star/ablation --param ablation=reward
+`star serve` points the active Prefect profile's PREFECT_API_URL at its server (noting the old value in
+runs/serve/prefect-profile.json); `--stop` puts the old value back.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -20,6 +23,7 @@ import time
 from pathlib import Path
 
 SERVICES = ("prefect-server", "prefect-worker", "mlflow-ui")
+PROFILE_NOTE = "prefect-profile.json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,6 +90,38 @@ def _wait_http(url: str, timeout: float) -> bool:
     return False
 
 
+def point_prefect_profile(project: Path, api: str) -> None:
+    """Set PREFECT_API_URL in the active Prefect profile, so that a bare `prefect deployment run …` in
+    another shell talks to this server instead of starting a throwaway one, and note what it was."""
+    from prefect.settings import PREFECT_API_URL, load_current_profile, update_current_profile
+
+    note = _state_dir(project) / PROFILE_NOTE
+    profile = load_current_profile()
+    before = profile.settings.get(PREFECT_API_URL)
+    if note.is_file():  # already pointed by an earlier `star serve`: the user's value is the noted one
+        before = json.loads(note.read_text())["api_url"]
+    note.write_text(json.dumps({"profile": profile.name, "api_url": before, "ours": api}) + "\n")
+    update_current_profile({PREFECT_API_URL: api})
+
+
+def restore_prefect_profile(project: Path) -> None:
+    """Put back the PREFECT_API_URL that `star serve` replaced (removing it if there was none), unless
+    the user has pointed the profile elsewhere since."""
+    note = _state_dir(project) / PROFILE_NOTE
+    if not note.is_file():
+        return
+    from prefect.settings import PREFECT_API_URL, load_profiles, save_profiles
+
+    noted = json.loads(note.read_text())
+    profiles = load_profiles()
+    if noted["profile"] in profiles.names and profiles[noted["profile"]].settings.get(PREFECT_API_URL) == noted["ours"]:
+        profiles.update_profile(noted["profile"], {PREFECT_API_URL: noted["api_url"]})  # None removes the key
+        save_profiles(profiles)
+        was = noted["api_url"] or "unset"
+        print(f"Prefect profile {noted['profile']!r}: PREFECT_API_URL restored ({was})")
+    note.unlink()
+
+
 def stop(project: Path) -> int:
     for name in reversed(SERVICES):
         pid = _pid(project, name)
@@ -104,6 +140,7 @@ def stop(project: Path) -> int:
             os.killpg(pid, signal.SIGTERM)
         (_state_dir(project) / f"{name}.pid").unlink(missing_ok=True)
         print(f"{name}: stopped (pid {pid})")
+    restore_prefect_profile(project)
     return 0
 
 
@@ -133,7 +170,7 @@ def follow(project: Path, poll: float = 0.5) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from star.config import PROJECT_DIR, resolve
-    from star.tracking.mlflow_logging import TELEMETRY_OFF, default_tracking_uri
+    from star.tracking.mlflow_logging import TELEMETRY_OFF, Tracker, default_tracking_uri, ui_url
 
     project = PROJECT_DIR
     if args.stop:
@@ -157,10 +194,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     subprocess.run([str(bin_dir / "prefect"), "work-pool", "create", pool, "--type", "process"], cwd=project,
                    env=env, capture_output=True)  # fails harmlessly when it exists
-    # Point the active Prefect profile at this server, so a bare `prefect deployment run …` in another
-    # shell talks to it instead of starting a throwaway server of its own.
-    subprocess.run([str(bin_dir / "prefect"), "config", "set", f"PREFECT_API_URL={api}"], cwd=project, env=env,
-                   capture_output=True)
+    point_prefect_profile(project, api)
     if not args.no_deploy:
         # The deployments on this machine's pool (prefect.yaml's `variant-gpu` is for GPU nodes' pool).
         dep = subprocess.run([str(bin_dir / "prefect"), "--no-prompt", "deploy", "--name", "ablation",
@@ -176,8 +210,10 @@ def run(args: argparse.Namespace) -> int:
                                   str(args.mlflow_port), "--backend-store-uri", env["MLFLOW_TRACKING_URI"],
                                   "--workers", "1"], env)
     ok = _wait_http(f"http://127.0.0.1:{args.mlflow_port}/health", args.timeout)
+    experiment = Tracker(cfg["tracking"], uri=env["MLFLOW_TRACKING_URI"]).experiment_id
     print(f"Prefect UI:  http://127.0.0.1:{args.prefect_port}   (export PREFECT_API_URL={api})")
-    print(f"MLflow UI:   http://127.0.0.1:{args.mlflow_port}" + ("" if ok else "   (not answering yet)"))
+    print(f"MLflow UI:   {ui_url(f'http://127.0.0.1:{args.mlflow_port}', experiment)}"
+          + ("" if ok else "   (not answering yet)"))
     print("run:  PREFECT_API_URL=%s prefect deployment run star/ablation --param ablation=reward" % api)
     print("stop: star serve --stop" + (" (or Ctrl-C here)" if args.foreground else ""))
     if args.foreground and ok:
