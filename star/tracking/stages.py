@@ -33,7 +33,15 @@ _UNCHANGED = "didn't change, skipping"
 
 
 class StageError(RuntimeError):
-    """A stage failed, or a workspace cannot be set up; the message names the stage and the cause."""
+    """A stage failed, or a workspace cannot be set up; the message's first line names the stage and the cause."""
+
+
+def failure_reason(output: str) -> str:
+    """The line of a failed `dvc repro` that says why: the last line the stage printed (an exception's
+    last line, a CLI's `error: …`), not DVC's closing `ERROR: failed to reproduce …`."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    own = [line for line in lines if not line.startswith(("ERROR: failed to reproduce", "Running stage", "> "))]
+    return (own or lines or ["no output"])[-1]
 
 
 @dataclass
@@ -204,7 +212,8 @@ class Workspace:
                                   capture_output=True, text=True)
         out = (proc.stdout + proc.stderr).strip()
         if proc.returncode != 0:
-            raise StageError(f"stage {stage} failed (dvc repro exit status {proc.returncode}):\n{out[-3000:]}")
+            raise StageError(f"stage {stage} failed: {failure_reason(out)}\n"
+                             f"(dvc repro exit status {proc.returncode}):\n{out[-3000:]}")
         status = "restored" if _RESTORED in out else "unchanged" if _UNCHANGED in out else "ran"
         log(f"[{stage}] {status} in {time.time() - start:.1f}s" + (f"\n{out[-2000:]}" if status == "ran" else ""))
         return StageResult(stage, status, time.time() - start, out)

@@ -147,12 +147,25 @@ def test_variants_run_through_dvc_share_its_run_cache_and_become_experiments(toy
     w3 = workspace("v3", 2, "x")  # upstream changed: both stages run
     assert [w3.repro(s, quiet).status for s in ("make", "use")] == ["ran", "ran"]
     w3 = workspace("v3", 2, "fail")
-    with pytest.raises(StageError, match="(?s)stage use failed .*the use stage refuses k=fail"):
+    with pytest.raises(StageError) as failed:
         w3.repro("use", quiet)
+    # the first line says which stage and why (what the flow's last log line and the report show)
+    assert str(failed.value).splitlines()[0] == "stage use failed: the use stage refuses k=fail"
     assert (w3.path / "data/x.txt").read_text() == "2"  # the failure loses nothing upstream
 
     w1_again = workspace("v1", 1, "x")  # an existing workspace is reused at the commit
     assert w1_again.repro("use", quiet).status == "unchanged"
+
+
+def test_the_reason_of_a_failed_repro_is_the_stages_own_last_line():
+    from star.tracking.stages import failure_reason
+
+    out = ("Running stage 'split':\n> .venv/bin/python -m star.tracking.stage_run split -- star split …\n"
+           "Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n"
+           "ValueError: rl_size 100000 exceeds the 41 validated queries\n"
+           "ERROR: failed to reproduce 'split': failed to run: .venv/bin/python …, exited with 1\n")
+    assert failure_reason(out) == "ValueError: rl_size 100000 exceeds the 41 validated queries"
+    assert failure_reason("ERROR: failed to reproduce 'x': no such file\n") == "ERROR: failed to reproduce 'x': no such file"
 
 
 def test_workspace_imports_its_own_checkout(toy_project):
