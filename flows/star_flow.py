@@ -11,7 +11,10 @@ resolved params.yaml and sharing the project's DVC cache. Each stage is a Prefec
 project's own `dvc repro`) already ran with the same command, deps and params. A finished variant is
 saved as a DVC experiment named after it (`dvc exp show` lists it, `dvc exp apply` restores it).
 MLflow: a parent run for the ablation, a child per variant, a nested run per stage; the comparison
-report lands on the parent run and in runs_dir/PROFILE/ABLATION/report/.
+report lands on the parent run and in runs_dir/PROFILE/ABLATION/report/. A run is named by what it
+ran: its overrides (and a profile other than the default) are part of its DVC experiment's name, its
+folder (runs_dir/PROFILE/ABLATION_OVERRIDES/), its MLflow parent's name and tags, and its report, so
+an earlier run's experiments and report stay.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ if str(PROJECT_DIR) not in sys.path:  # `tasks` is a top-level package of the pr
 from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 
+from star.config import DEFAULT_PROFILE  # noqa: E402
 from star.tracking.mlflow_logging import quiet_telemetry  # noqa: E402
 
 quiet_telemetry()
@@ -40,10 +44,18 @@ def _runs_dir(cfg) -> Path:
     return runs if runs.is_absolute() else PROJECT_DIR / runs
 
 
-def _workspace_path(cfg, profile: str | None, ablation: str | None, variant: str | None) -> Path:
+def _ablation_dir(cfg, profile: str | None, ablation: str | None, overrides: dict | None) -> Path:
+    """runs/PROFILE/ABLATION[_OVERRIDES]/: a run with other overrides gets its own folder and report."""
+    from star.config import run_dir_name
+
+    return _runs_dir(cfg) / (profile or "default") / run_dir_name(ablation or "single", overrides)
+
+
+def _workspace_path(cfg, profile: str | None, ablation: str | None, variant: str | None,
+                    overrides: dict | None = None) -> Path:
     from star.config import variant_slug
 
-    return _runs_dir(cfg) / (profile or "default") / (ablation or "single") / variant_slug(variant or "default")
+    return _ablation_dir(cfg, profile, ablation, overrides) / variant_slug(variant or "default")
 
 
 def _read_metrics(path: Path) -> dict:
@@ -53,16 +65,57 @@ def _read_metrics(path: Path) -> dict:
     return data.get("metrics", data) if isinstance(data, dict) else {}
 
 
-def experiment_name(variant: str | None, profile: str | None) -> str:
-    """The DVC experiment a variant is saved as: its slug (`reward-sum`), or the profile for a single run."""
-    from star.config import variant_slug
+def experiment_name(variant: str | None, profile: str | None, overrides: dict | None = None) -> str:
+    """The DVC experiment a run is saved as, named by what it ran: a variant's slug led by its profile
+    unless that is the default one (`reward-sum`, `cpu_reward-sum`), a single run `PROFILE-pipeline`;
+    then the overrides (`reward-sum_rl.learning_rate-0.0002`), so another run never replaces it."""
+    from star.config import DEFAULT_PROFILE, overrides_slug, variant_slug
 
-    return variant_slug(variant) if variant else f"{profile or 'default'}-pipeline"
+    profile = profile or "default"
+    if variant:
+        name = variant_slug(variant) if profile == DEFAULT_PROFILE else f"{profile}_{variant_slug(variant)}"
+    else:
+        name = f"{profile}-pipeline"
+    slug = overrides_slug(overrides)
+    return f"{name}_{slug}" if slug else name
+
+
+def run_title(name: str, profile: str | None, overrides: dict | None) -> str:
+    """An MLflow parent run's name: `reward (smoke)`, `reward (cpu; rl.learning_rate=0.0002)`."""
+    from star.config import overrides_label
+
+    label = overrides_label(overrides)
+    return f"{name} ({profile or 'default'}{'; ' + label if label else ''})"
+
+
+class VariantFailed(RuntimeError):
+    """A variant failed; the message is one line: the variant, the stage and the reason."""
+
+
+def failure_line(exc: BaseException) -> str:
+    """One line saying what failed and why (the full text is on the MLflow run and in the worker log)."""
+    from star.tracking.stages import StageError
+
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    own = isinstance(exc, (VariantFailed, AblationFailed, StageError))  # their first line says it all
+    return first if own else f"{type(exc).__name__}: {first}"
+
+
+def _last_word(exc: BaseException) -> None:
+    """The flow's final log line names what failed and why, sent before the run turns Failed: `prefect
+    deployment run --watch` stops listening soon after that, and otherwise ends on a bare state name."""
+    from prefect.logging.handlers import APILogHandler
+
+    get_run_logger().error(f"star failed: {failure_line(exc)}")
+    try:
+        APILogHandler.flush()
+    except Exception:  # the line is still in the worker log; never hide the flow's own error
+        pass
 
 
 def run_one(profile: str | None, ablation: str | None, variant: str | None, overrides: dict | None,
             stages: list[str] | None, parent_run_id: str | None, commit: str | None = None) -> dict[str, Any]:
-    from star.config import parse_variant_name, resolve
+    from star.config import overrides_label, parse_variant_name, resolve
     from star.tracking import mlflow_logging as ml
     from star.tracking.stages import Workspace, head_commit, needed_stages
     from tasks.stages import retries, task_for
@@ -72,13 +125,14 @@ def run_one(profile: str | None, ablation: str | None, variant: str | None, over
     ablation = cfg.ablation
     tracker = ml.Tracker(cfg["tracking"])
     kind = "variant" if parent_run_id else "pipeline"
-    run_id = tracker.start_run(cfg.variant or f"pipeline ({profile or 'default'})", kind, parent_id=parent_run_id,
+    run_id = tracker.start_run(cfg.variant or run_title("pipeline", profile, overrides), kind,
+                               parent_id=parent_run_id,
                                tags={ml.PROFILE: profile or "default", ml.ABLATION: ablation or "",
-                                     ml.VARIANT: cfg.variant or "", "star.door": "prefect",
-                                     ml.PARAMS_DIGEST: cfg.digest()})
+                                     ml.VARIANT: cfg.variant or "", ml.OVERRIDES: overrides_label(overrides),
+                                     "star.door": "prefect", ml.PARAMS_DIGEST: cfg.digest()})
     tracker.log_params(run_id, cfg.values)
     commit = commit or head_commit(PROJECT_DIR)
-    ws = Workspace(_workspace_path(cfg, profile, ablation, variant), PROJECT_DIR,
+    ws = Workspace(_workspace_path(cfg, profile, ablation, variant, overrides), PROJECT_DIR,
                    env={ml.PARENT_ENV: run_id, "MLFLOW_TRACKING_URI": tracker.uri})
     logger.info(f"{cfg.name}: workspace {ws.path} at {commit[:12]}, MLflow run {run_id}")
     status, stage = "FAILED", "workspace"
@@ -94,7 +148,7 @@ def run_one(profile: str | None, ablation: str | None, variant: str | None, over
                                         tags={ml.STAGE: stage, "star.cached": "true", "star.dvc": result.status})
                 tracker.end_run(sid)
         stage = "dvc exp save"
-        exp = ws.save_experiment(experiment_name(cfg.variant, profile), list(results))
+        exp = ws.save_experiment(experiment_name(cfg.variant, profile, overrides), list(results))
         tracker.client.set_tag(run_id, "star.dvc_experiment", exp)
         final = _read_metrics(ws.path / "metrics/eval/rl/metrics.json")
         if final:
@@ -111,7 +165,9 @@ def run_one(profile: str | None, ablation: str | None, variant: str | None, over
         tracker.client.set_tag(run_id, "star.failed_stage", stage)
         tracker.client.set_tag(run_id, "star.error", text[:4900])
         tracker.log_text(run_id, text + "\n\n" + traceback.format_exc(), "error.txt")
-        raise
+        reason = failure_line(exc)
+        where = "" if reason.startswith(f"stage {stage} ") else f"stage {stage}: "
+        raise VariantFailed(f"{cfg.variant or cfg.name}: {where}{reason}") from exc
     finally:
         tracker.end_run(run_id, status)
 
@@ -137,7 +193,7 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
                  concurrency: int | None) -> dict[str, Any]:
     import uuid
 
-    from star.config import load_ablation, resolve
+    from star.config import load_ablation, overrides_label, resolve
     from star.tracking import mlflow_logging as ml
     from star.tracking import report as rep
     from star.tracking.stages import head_commit, uncommitted
@@ -149,8 +205,9 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
     limit = concurrency or base_cfg["flow"].concurrency
     tracker = ml.Tracker(base_cfg["tracking"])
     commit = head_commit(PROJECT_DIR)  # one commit for all variants, even if another lands meanwhile
-    parent = tracker.start_run(f"{abl.name} ({profile or 'default'})", "ablation",
-                               tags={ml.ABLATION: abl.name, ml.PROFILE: profile or "default", "star.door": "prefect",
+    parent = tracker.start_run(run_title(abl.name, profile, overrides), "ablation",
+                               tags={ml.ABLATION: abl.name, ml.PROFILE: profile or "default",
+                                     ml.OVERRIDES: overrides_label(overrides), "star.door": "prefect",
                                      "star.variants": ", ".join(v.name for v in variants)})
     tracker.log_params(parent, {"ablation": abl.name, "profile": profile or "default", "variants": len(variants),
                                 "concurrency": limit, "overrides": overrides or {}, "commit": commit})
@@ -171,22 +228,21 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
                 outcomes.append(fut.result())
             except Exception as exc:  # one broken variant must not hide the others' results
                 logger.error(f"variant {v.name} failed: {exc}")
-                failed[v.name] = str(exc)
+                failed[v.name] = failure_line(exc)
         summary: dict[str, Any] = {"ablation": abl.name, "parent_run_id": parent, "variants": outcomes,
                                    "failed": failed}
         if stages is None or "evaluate" in stages:
             results = [rep.load_variant_dir(o["workspace"], o["variant"]) for o in outcomes]
             report = rep.build_report(results, abl.name, abl.description, abl.paper_table, base_cfg["report"],
                                       eval_set=str(base_cfg["eval"].split), evaluator_mode=str(base_cfg["eval"].mode),
-                                      failed=failed)
-            out_dir = _runs_dir(base_cfg) / (profile or "default") / abl.name / "report"
+                                      failed=failed, profile=profile or "default", overrides=overrides_label(overrides))
+            out_dir = _ablation_dir(base_cfg, profile, abl.name, overrides) / "report"
             files = rep.write_report(report, results, out_dir)
             rep.log_report(tracker, parent, report, files)
             summary["report"] = str(files["markdown"])
             logger.info("\n" + files["markdown"].read_text())
         if failed:
-            raise AblationFailed(f"{len(failed)} of {len(variants)} variants failed: "
-                                 + "; ".join(f"{k}: {v.splitlines()[0] if v else ''}" for k, v in failed.items()))
+            raise AblationFailed(f"{len(failed)} of {len(variants)} variants failed: " + "; ".join(failed.values()))
         status = "FINISHED"
         return summary
     finally:
@@ -195,7 +251,7 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
 
 
 @flow(name="star", log_prints=True, persist_result=True)
-def star(ablation: str | None = None, variant: str | None = None, profile: str | None = "smoke",
+def star(ablation: str | None = None, variant: str | None = None, profile: str | None = DEFAULT_PROFILE,
          overrides: dict[str, Any] | None = None, stages: list[str] | None = None, concurrency: int | None = None,
          parent_run_id: str | None = None, commit: str | None = None) -> dict[str, Any]:
     """Run one pipeline variant; with an ablation and no variant, run all its variants and the report.
@@ -205,9 +261,13 @@ def star(ablation: str | None = None, variant: str | None = None, profile: str |
     (and what they need); concurrency: variants at a time (default: params flow.concurrency);
     commit: the git commit the variant's workspace checks out (default HEAD; the ablation sets one for all)."""
     quiet_telemetry()
-    if ablation and variant is None:
-        return run_ablation(ablation, profile, overrides, stages, concurrency)
-    return run_one(profile, ablation, variant, overrides, stages, parent_run_id, commit)
+    try:
+        if ablation and variant is None:
+            return run_ablation(ablation, profile, overrides, stages, concurrency)
+        return run_one(profile, ablation, variant, overrides, stages, parent_run_id, commit)
+    except Exception as exc:
+        _last_word(exc)
+        raise
 
 
 if __name__ == "__main__":
@@ -216,7 +276,7 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description="run the `star` flow in this process (no server needed)")
     p.add_argument("--ablation")
     p.add_argument("--variant")
-    p.add_argument("--profile", default="smoke")
+    p.add_argument("--profile", default=DEFAULT_PROFILE)
     p.add_argument("--stages", nargs="*")
     p.add_argument("--concurrency", type=int)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")

@@ -221,6 +221,38 @@ def variant_slug(name: str) -> str:
     return name.replace("=", "-").replace(",", "__")
 
 
+DEFAULT_PROFILE = "smoke"  # params.yaml as committed; the flow's and `star report`'s profile unless told
+# Overrides of these sections say where and how a run goes (its folder, its tracking store), not what it
+# runs, so they are left out of its name.
+UNNAMED_SECTIONS = ("flow", "tracking")
+
+
+def overrides_label(overrides: dict[str, Any] | None) -> str:
+    """{'rl.learning_rate': 0.0002} -> 'rl.learning_rate=0.0002' (keys sorted; '' for none): what a run
+    changed on top of its profile and variant, as its names, tags and report state it."""
+    named = {k: v for k, v in (overrides or {}).items() if k.split(".", 1)[0] not in UNNAMED_SECTIONS}
+    return ",".join(f"{k}={json.dumps(v) if isinstance(v, (list, dict)) else v}" for k, v in sorted(named.items()))
+
+
+def overrides_slug(overrides: dict[str, Any] | None) -> str:
+    """The label as part of a folder and DVC experiment (git ref) name: 'rl.learning_rate-0.0002'. A
+    character neither may hold becomes '_', and then a short digest keeps different overrides apart."""
+    import hashlib
+
+    label = overrides_label(overrides)
+    plain = variant_slug(label)
+    slug = re.sub(r"\.{2,}", "_", re.sub(r"[^A-Za-z0-9._-]", "_", plain)).rstrip(".")
+    if slug != plain or len(slug) > 60:
+        slug = f"{slug[:60]}-{hashlib.sha256(label.encode()).hexdigest()[:6]}"
+    return slug
+
+
+def run_dir_name(name: str, overrides: dict[str, Any] | None) -> str:
+    """An ablation's folder under runs/PROFILE/: its name, plus the overrides it ran with."""
+    slug = overrides_slug(overrides)
+    return f"{name}_{slug}" if slug else name
+
+
 @dataclass(frozen=True)
 class Ablation:
     """An ablation file (one axis) or a grid (the full factorial over several axes)."""

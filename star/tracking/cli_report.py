@@ -1,6 +1,7 @@
 """`star report`: compare the variants of an ablation — paper-shaped tables, CIs, paired tests, plots.
 
     star report --ablation reward --profile smoke            # runs/smoke/reward/* (written by the flow)
+    star report --ablation reward --set rl.seed=1            # runs/smoke/reward_rl.seed-1/* (a run with overrides)
     star report --variants runs/x/a runs/x/b --out reports/x # any variant directories
     star report ... --mlflow                                 # also log it on the ablation's parent run
 """
@@ -14,7 +15,11 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ablation", help="ablation or grid name (params/ablations, params/grids)")
-    parser.add_argument("--profile", default="smoke", help="profile the ablation ran with (its runs/ folder)")
+    from star.config import DEFAULT_PROFILE
+
+    parser.add_argument("--profile", default=DEFAULT_PROFILE, help="profile the ablation ran with (its runs/ folder)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="an override the ablation ran with (its runs/ folder and the report say so), repeatable")
     parser.add_argument("--runs-dir", default=None, help="where the flow wrote the variants (default: params flow.runs_dir)")
     parser.add_argument("--variants", nargs="*", default=None,
                         help="variant directories to compare instead (each with metrics/eval/rl/trajectories.jsonl)")
@@ -25,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from star.config import ConfigError, PROJECT_DIR, load_ablation, resolve, variant_slug
+    from star.config import (ConfigError, PROJECT_DIR, load_ablation, overrides_label, parse_set, resolve,
+                             run_dir_name, variant_slug)
     from star.tracking.report import ReportError, build_report, load_variant_dir, write_report
 
     try:
@@ -38,12 +44,13 @@ def run(args: argparse.Namespace) -> int:
         runs = Path(args.runs_dir or cfg["flow"].runs_dir)
         runs = runs if runs.is_absolute() else PROJECT_DIR / runs
         abl = load_ablation(args.ablation) if args.ablation else None
+        ran_with = parse_set(args.set)
         failed: dict[str, str] = {}
         if args.variants:
             dirs = [Path(d) for d in args.variants]
             results = [load_variant_dir(d) for d in dirs]
         elif abl is not None:
-            base = runs / args.profile / abl.name
+            base = runs / args.profile / run_dir_name(abl.name, ran_with)
             results = []
             # a variant without a readable final evaluation is named in the report, not a reason to skip it
             for v in abl.variants():
@@ -59,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
         name = abl.name if abl else "comparison"
         report = build_report(results, name, abl.description if abl else "", abl.paper_table if abl else None,
                               cfg["report"], eval_set=str(cfg["eval"].split), evaluator_mode=str(cfg["eval"].mode),
-                              failed=failed)
-        out = Path(args.out) if args.out else runs / args.profile / name / "report"
+                              failed=failed, profile=args.profile, overrides=overrides_label(ran_with))
+        out = Path(args.out) if args.out else runs / args.profile / run_dir_name(name, ran_with) / "report"
         files = write_report(report, results, out)
     except (ConfigError, ReportError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -72,7 +79,9 @@ def run(args: argparse.Namespace) -> int:
         from star.tracking.report import log_report
 
         tracker = ml.Tracker(cfg["tracking"])
-        parents = tracker.find_runs(f"tags.`{ml.KIND}` = 'ablation' and tags.`{ml.ABLATION}` = '{abl.name}'")
+        parents = tracker.find_runs(f"tags.`{ml.KIND}` = 'ablation' and tags.`{ml.ABLATION}` = '{abl.name}' "
+                                    f"and tags.`{ml.PROFILE}` = '{args.profile}'")
+        parents = [p for p in parents if p.data.tags.get(ml.OVERRIDES, "") == overrides_label(ran_with)]
         if not parents:
             print(f"error: no MLflow parent run for ablation {abl.name!r}", file=sys.stderr)
             return 1

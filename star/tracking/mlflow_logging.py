@@ -35,6 +35,7 @@ ABLATION = "star.ablation"
 VARIANT = "star.variant"
 PROFILE = "star.profile"
 STAGE = "star.stage"
+OVERRIDES = "star.overrides"  # star.config.overrides_label: what a run set on top of its profile and variant
 PARAMS_DIGEST = "star.params_digest"
 GIT_COMMIT = "git.commit"
 GIT_DIRTY = "git.dirty"

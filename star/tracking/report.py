@@ -100,6 +100,8 @@ class Report:
     metrics: list[str] = field(default_factory=list)      # HEADLINE keys with per-query values in this report
     reward: str | None = None                             # the reward that scored the `mean_reward` metric
     failed: dict[str, str] = field(default_factory=dict)  # variant -> its error (stage and exception)
+    profile: str | None = None                            # the profile every variant ran under
+    overrides: str = ""                                   # star.config.overrides_label of the run ('' for none)
 
 
 class ReportError(ValueError):
@@ -254,7 +256,7 @@ def _variant_values(v: VariantResult, reward: str) -> dict[str, dict[str, float]
 def build_report(variants: list[VariantResult], ablation: str = "ablation", description: str = "",
                  paper_table: str | None = None, config: ReportConfig | None = None,
                  eval_set: str = "validation", evaluator_mode: str = "official",
-                 failed: dict[str, str] | None = None) -> Report:
+                 failed: dict[str, str] | None = None, profile: str | None = None, overrides: str = "") -> Report:
     """Intervals for every headline metric per variant, paired tests of each against the baseline
     (Holm-adjusted over all of them), factorial effects on a full grid. `failed` (variant -> error)
     are listed and left out of the comparison; with no finished variant the report names only them."""
@@ -273,7 +275,7 @@ def build_report(variants: list[VariantResult], ablation: str = "ablation", desc
     if not variants:
         notes = [f"no variant finished ({len(failed)} failed): nothing to compare"]
         return Report(ablation, description, paper_table, axes, eval_set, evaluator_mode, 0, [], [], [], paper_rows,
-                      notes, cfg.confidence, [], None, failed)
+                      notes, cfg.confidence, [], None, failed, profile, overrides)
     baseline = cfg.baseline or variants[0].name
     if baseline not in names:
         where = " (it failed)" if baseline in failed else ""
@@ -356,7 +358,7 @@ def build_report(variants: list[VariantResult], ablation: str = "ablation", desc
         notes.append(f"{len(failed)} variant(s) failed and are not compared: {', '.join(failed)}")
     return Report(ablation, description, paper_table, axes, eval_set, evaluator_mode, len(ids), rows, test_rows,
                   effects, paper_rows, notes, cfg.confidence, metric_names,
-                  reward if "mean_reward" in metric_names else None, failed)
+                  reward if "mean_reward" in metric_names else None, failed, profile, overrides)
 
 
 # ------------------------------------------------------------------------------------- render
@@ -423,6 +425,9 @@ def render_markdown(report: Report, variants: list[VariantResult] | None = None)
     out = [f"# Ablation `{report.ablation}`", ""]
     if report.description:
         out += [report.description, ""]
+    if report.profile or report.overrides:
+        out += [f"Profile `{report.profile or 'default'}`; overrides: "
+                + (f"`{report.overrides}`" if report.overrides else "none") + ".", ""]
     shown = [m for m in HEADLINE if any(m in r for r in report.rows)]
     if report.rows:
         reward = f"; mean reward scored with the `{report.reward}` reward" if report.reward else ""

@@ -351,6 +351,22 @@ def test_star_report_cli_names_the_variants_of_an_ablation_that_did_not_finish(t
     assert "| reward=curriculum | " in captured.out and "## Failed variants" in captured.out
 
 
+def test_a_report_of_a_run_with_overrides_has_its_own_folder_and_says_so(tmp_path, capsys):
+    from star.cli import main
+
+    base = tmp_path / "runs/smoke/reward_rl.seed-1"
+    for slug, solved in (("reward-sum", 1), ("reward-macro", 3)):
+        (base / slug / "metrics/eval/rl").mkdir(parents=True)
+        lines = [json.dumps({"query_id": f"q{i}", "finish_reason": "answer", "scores": _scores(i < solved)})
+                 for i in range(6)]
+        (base / slug / "metrics/eval/rl/trajectories.jsonl").write_text("\n".join(lines) + "\n")
+    assert main(["report", "--ablation", "reward", "--set", "rl.seed=1", "--runs-dir", str(tmp_path / "runs"),
+                 "--bootstrap", "200"]) == 0
+    text = (base / "report/report.md").read_text()
+    assert "Profile `smoke`; overrides: `rl.seed=1`." in text
+    assert not (tmp_path / "runs/smoke/reward").exists()  # the run without overrides keeps its own report
+
+
 def test_variants_are_compared_on_their_shared_queries_and_metrics():
     a, b = _zero_success_pair()
     b.samples.pop("q0")                                               # b never evaluated q0
