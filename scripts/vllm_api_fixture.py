@@ -23,6 +23,8 @@ METHODS = [
     ("vllm/entrypoints/llm.py", "LLM", ["__init__", "generate", "apply_model", "collective_rpc", "reset_prefix_cache",
                                        "sleep", "wake_up", "get_tokenizer"]),
     ("vllm/v1/worker/worker_base.py", "WorkerBase", ["apply_model"]),
+    # collective_rpc("reload_weights", kwargs=...) lands here (the Worker passes *args/**kwargs through).
+    ("vllm/v1/worker/gpu_model_runner.py", "GPUModelRunner", ["reload_weights"]),
     ("vllm/outputs.py", "RequestOutput", ["__init__"]),
 ]
 # (file, class): fields of dataclass-like classes (annotated class attributes).

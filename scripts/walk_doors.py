@@ -16,8 +16,9 @@
    set; its stages come from the run-cache the ablation filled); then params.yaml is restored.
 6. The learning demonstration's command, `resolve --profile learn` then `dvc repro learn/dvc.yaml`, in a
    clone at a small scale (its SmolLM2, a few steps and questions; the profile itself takes 74 min): every
-   stage ran as an MLflow run, SFT took steps, GRPO scored rollouts, both evaluations cover the same
-   held-out questions and seeds, and the comparison was written.
+   stage ran as an MLflow run, SFT took steps, GRPO rolled out on vLLM where it is installed (the profile's
+   `auto`) and updated the policy from non-zero advantages, both evaluations ran on the same backend over the
+   same held-out questions and seeds, and the comparison was written.
 Exit status 0 only if every check passed; each failure names the door and what was wrong.
 """
 
@@ -178,8 +179,10 @@ def door_exp() -> None:
 
 
 # The learn door's scale: the profile's model, stages and settings, a few steps and questions.
+# DAPO over-sampling stays on (up to 4 draws of 2 questions) so the one step has a group with a reward spread
+# to learn from: the door asserts an update, not just scored rollouts.
 LEARN_SMALL = ["sft.max_steps=6", "rl.max_steps=1", "rl.batch_queries=2", "rl.num_generations=4",
-               "rl.dapo_oversample=false", "learn.questions=60", "learn.sft_questions=24", "learn.rl_questions=12",
+               "rl.dapo_max_draws=4", "learn.questions=60", "learn.sft_questions=24", "learn.rl_questions=12",
                "learn.heldout_questions=12"]
 
 
@@ -188,6 +191,8 @@ def door_learn() -> None:
 
     import yaml
     from mlflow import MlflowClient
+
+    from star.rollout.backends.select import vllm_available
 
     work = Path(tempfile.mkdtemp(prefix="star-learn-door-")) / "repo"
     sh(["git", "clone", "-q", str(PROJECT), str(work)], timeout=300)
@@ -205,10 +210,16 @@ def door_learn() -> None:
     check(sft["steps"] > 0 and sft["last_loss"] < sft["first_loss"], "learn",
           f"SFT took {sft['steps']} steps, loss {sft['first_loss']:.3f} -> {sft['last_loss']:.3f}")
     steps = jsonl(work / "models/learn/rl/metrics.jsonl")
-    check(len(steps) == 1 and steps[0]["rollout_tokens_per_s"] > 0, "learn",
-          f"GRPO scored its rollouts (reward {steps[0]['reward_mean']:.3f}, updates "
-          f"{sum(s.get('optimizer_steps', 0) > 0 for s in steps)})")
+    backend = "vllm" if vllm_available() else "transformers"  # the profile's `auto`
+    check(len(steps) == 1 and steps[0]["rollout_tokens_per_s"] > 0 and steps[0]["rollout_backend"] == backend,
+          "learn", f"GRPO scored its rollouts from {steps[0]['rollout_backend']} (reward {steps[0]['reward_mean']:.3f}, "
+          f"{steps[0]['groups']} informative groups in {steps[0]['dapo_draws']} draws)")
+    check(steps[0]["optimizer_steps"] > 0 and steps[0]["update_skipped"] == 0 and steps[0]["grad_norm"] > 0, "learn",
+          f"GRPO updated the policy from non-zero advantages ({steps[0]['optimizer_steps']} optimizer steps, "
+          f"grad norm {steps[0]['grad_norm']:.3g})")
     sft_eps, rl_eps = (jsonl(work / f"metrics/learn/{m}/episodes.jsonl") for m in ("sft", "rl"))
+    used = {m: json.loads((work / f"metrics/learn/{m}/summary.json").read_text())["backend"] for m in ("sft", "rl")}
+    check(set(used.values()) == {backend}, "learn", f"both evaluations generated with {backend}: {used}")
     pairs = lambda eps: sorted((e["id"], e["seed"]) for e in eps)  # noqa: E731
     compare = json.loads((work / "metrics/learn/compare/compare.json").read_text())
     heldout = int(dict(kv.split("=") for kv in LEARN_SMALL)["learn.heldout_questions"])

@@ -71,11 +71,12 @@ def run(args) -> int:
             raise SystemExit(f"star eval-agent: --model {args.model!r} is neither a directory nor an http(s) URL")
         import torch
 
-        from star.rollout.backends.transformers import TransformersBackend
+        from star.rollout.backends.select import load_backend
 
         if (args.device or "cpu") == "cpu":
             torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)))
-        backend = TransformersBackend.from_pretrained(args.model, device=args.device, max_batch=args.batch)
+        backend = load_backend(cfg.backend, args.model, max_batch=args.batch, device=args.device, seed=cfg.seed,
+                               max_model_len=cfg.max_context + cfg.max_new_tokens, vllm=cfg.vllm)
         trajectories = run_policy(backend, db, queries, cfg, args.batch, progress, agent_name=args.model)
     m = metrics(trajectories, queries, db, cfg.mode)
     out = write_outputs(args.out, trajectories, m, cfg)

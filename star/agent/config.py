@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from star.rollout.config import BackendName, VLLMConfig
+
 Style = Literal["compact", "official"]
 EvalMode = Literal["strict", "official"]
 FINISH_REASONS = ("answer", "call_budget", "context_overflow", "format_error")
@@ -101,6 +103,10 @@ class EvalConfig(BaseModel):
     """Base sampling seed."""
     max_new_tokens: int = Field(2048, ge=1)
     """Longest single assistant turn."""
+    backend: BackendName = "transformers"
+    """Generation backend of a local model: transformers, vllm, or auto (vLLM where it is installed)."""
+    vllm: VLLMConfig = Field(default_factory=VLLMConfig)
+    """vLLM engine options (backend vllm, or auto where vLLM is installed)."""
 
 
 class SFTDataConfig(BaseModel):

@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from star.rollout.config import BackendName, VLLMConfig
+
 RetrieverName = Literal["bm25", "e5"]
 
 # The seven benchmarks of the paper's Table 2, in its column order.
@@ -117,3 +119,7 @@ class LearnConfig(_Config):
     """Episodes per held-out question and model; sample s of question q has the same seed for both models."""
     torch_threads: int | None = Field(None, ge=1)
     """torch intra-op threads of the evaluation on CPU (None: torch's default)."""
+    backend: BackendName = "transformers"
+    """Generation backend of the evaluation: transformers, vllm, or auto (vLLM where it is installed)."""
+    vllm: VLLMConfig = Field(default_factory=VLLMConfig)
+    """vLLM engine options of the evaluation."""

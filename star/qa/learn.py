@@ -147,7 +147,7 @@ def evaluate(model_dir, questions: list[dict], out, cfg: LearnConfig, name: str 
              progress: bool = True) -> dict:
     """`eval_samples` episodes per held-out question at the evaluation temperature; episodes.jsonl + summary.json."""
     from star.agent.config import AgentConfig
-    from star.rollout.backends import TransformersBackend
+    from star.rollout.backends.select import load_backend, resolve_backend
     from star.rollout.config import RolloutConfig
     from star.rollout.engine import RolloutEngine
 
@@ -157,7 +157,9 @@ def evaluate(model_dir, questions: list[dict], out, cfg: LearnConfig, name: str 
         torch.set_num_threads(cfg.torch_threads)
     ep = cfg.episode
     search = retriever(cfg)
-    backend = TransformersBackend.from_pretrained(str(model_dir), max_batch=ep.batch_size)
+    backend_name = resolve_backend(cfg.backend)
+    backend = load_backend(backend_name, model_dir, max_batch=ep.batch_size, max_model_len=ep.max_context,
+                           seed=ep.seed, vllm=cfg.vllm)
     engine = RolloutEngine(
         backend, None, AgentConfig(tool_budget=max(1, ep.max_turns - 1), max_context=ep.max_context),
         RolloutConfig(max_batch=ep.batch_size, max_in_flight=2 * ep.batch_size, tool_workers=2,
@@ -172,7 +174,8 @@ def evaluate(model_dir, questions: list[dict], out, cfg: LearnConfig, name: str 
     write_jsonl(out / "episodes.jsonl", records)
     n = len(records)
     reasons = [r["finish_reason"] for r in records]
-    summary = {"model": str(model_dir), "questions": len(questions), "samples": cfg.eval_samples, "episodes": n,
+    summary = {"model": str(model_dir), "backend": backend_name, "questions": len(questions),
+               "samples": cfg.eval_samples, "episodes": n,
                "em": statistics.fmean(r["em"] for r in records),
                "em_se": _se([statistics.fmean(g) for g in _per_question(records).values()]),
                "answered": reasons.count("answer") / n, "format_error": reasons.count("format_error") / n,

