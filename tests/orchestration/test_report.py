@@ -329,15 +329,20 @@ def test_report_reproduces_eval_agents_table_on_real_episodes(generated_db, tmp_
     assert {t["metric"] for t in rep.tests} == set(HEADLINE)
 
 
-def test_star_report_cli_names_the_variants_of_an_ablation_that_did_not_finish(tmp_path, capsys):
-    from star.cli import main
-
-    base = tmp_path / "runs/smoke/reward"
+def _two_finished_variants(base):
+    """reward=sum solves 1 of 6 queries, reward=macro 3: their final evaluations under `base`."""
     for slug, solved in (("reward-sum", 1), ("reward-macro", 3)):
         (base / slug / "metrics/eval/rl").mkdir(parents=True)
         lines = [json.dumps({"query_id": f"q{i}", "finish_reason": "answer", "scores": _scores(i < solved)})
                  for i in range(6)]
         (base / slug / "metrics/eval/rl/trajectories.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_star_report_cli_names_the_variants_of_an_ablation_that_did_not_finish(tmp_path, capsys):
+    from star.cli import main
+
+    base = tmp_path / "runs/smoke/reward"
+    _two_finished_variants(base)
     (base / "reward-success/metrics/eval/rl").mkdir(parents=True)
     (base / "reward-success/metrics/eval/rl/trajectories.jsonl").write_text("{broken\n")
     # reward=curriculum never got as far as a directory
@@ -355,11 +360,7 @@ def test_a_report_of_a_run_with_overrides_has_its_own_folder_and_says_so(tmp_pat
     from star.cli import main
 
     base = tmp_path / "runs/smoke/reward_rl.seed-1"
-    for slug, solved in (("reward-sum", 1), ("reward-macro", 3)):
-        (base / slug / "metrics/eval/rl").mkdir(parents=True)
-        lines = [json.dumps({"query_id": f"q{i}", "finish_reason": "answer", "scores": _scores(i < solved)})
-                 for i in range(6)]
-        (base / slug / "metrics/eval/rl/trajectories.jsonl").write_text("\n".join(lines) + "\n")
+    _two_finished_variants(base)
     assert main(["report", "--ablation", "reward", "--set", "rl.seed=1", "--runs-dir", str(tmp_path / "runs"),
                  "--bootstrap", "200"]) == 0
     text = (base / "report/report.md").read_text()

