@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -231,6 +232,8 @@ def door_learn() -> None:
     stages = sorted(r.info.run_name for r in runs if r.info.status == "FINISHED" and r.info.run_name.startswith("learn_"))
     want = sorted(yaml.safe_load((work / "learn/dvc.yaml").read_text())["stages"])  # the one list of them
     check(stages == want, "learn", f"one FINISHED MLflow run per stage: {stages}")
+    # Passed: the clone (models, DVC cache: ~3 GB) goes; a failed walk leaves it to look into.
+    shutil.rmtree(work.parent, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:

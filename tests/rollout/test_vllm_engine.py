@@ -11,6 +11,7 @@ whose next rollouts come from the updated weights. Skipped where vLLM is not ins
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 import torch
@@ -19,8 +20,13 @@ from star.rollout.backends.select import vllm_available
 from star.rollout.base import SamplingParams
 from star.rollout.chat import prompt_ids
 
-pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not vllm_available(), reason="vLLM is not installed "
-                                                   "(STAR_VLLM=1 bash scripts/setup.sh)")]
+# vLLM takes over torch.distributed's default group in its process and DeepSpeed caches it: trainers of later
+# tests in the same process then fail ("Group ... is not registered"). These run in a pytest process of their
+# own, started by test_vllm_engine_process.py (STAR_VLLM_PROCESS=1).
+pytestmark = [pytest.mark.vllm,
+              pytest.mark.skipif(not vllm_available(), reason="vLLM is not installed (STAR_VLLM=1 bash scripts/setup.sh)"),
+              pytest.mark.skipif(os.environ.get("STAR_VLLM_PROCESS") != "1",
+                                 reason="runs in its own process (test_vllm_engine_process.py)")]
 
 TEXTS = ("Plan a 3-day trip from Dallas to Austin.", "What is the capital of Ohio?", "Hi!",
          "List three things to pack for a beach trip.", "Write one sentence about trains.",
