@@ -204,7 +204,7 @@ def door_learn() -> None:
     proc = run([str(BIN / "python"), "-m", "star.config", "resolve", "--profile", "learn", *sets, "--out", "params.yaml"],
                120)
     check(proc.returncode == 0, "learn", "the learn profile resolves" + ("" if proc.returncode == 0 else f": {proc.stderr}"))
-    proc = run([str(BIN / "dvc"), "repro", "learn/dvc.yaml"], 1800)
+    proc = run([str(BIN / "dvc"), "repro", "learn/dvc.yaml"], 2700)
     check(proc.returncode == 0, "learn", "dvc repro learn/dvc.yaml finished"
           + ("" if proc.returncode == 0 else f":\n{(proc.stdout + proc.stderr)[-3000:]}"))
     sft = json.loads((work / "models/learn/sft/sft_summary.json").read_text())
