@@ -196,6 +196,8 @@ def vllm_suite(args) -> int:
         return 2
     torch.set_num_threads(args.threads)
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    if args.only_grpo:
+        return _grpo_table(args)
     from star.rollout.backends.vllm import VLLMBackend
 
     t0 = time.perf_counter()
@@ -255,6 +257,12 @@ def vllm_suite(args) -> int:
     import gc
 
     gc.collect()
+    return _grpo_table(args)
+
+
+def _grpo_table(args) -> int:
+    import json
+
     results = {name: _cpu_grpo_step(args, name) for name in ("vllm", "transformers")}
     print("(c) one TravelPlanner GRPO step, cpu profile (SmolLM2, "
           f"{results['vllm']['rollouts']} rollouts, seed 0):")
@@ -299,6 +307,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", choices=("engine", "backend", "grpo", "vllm"), default="engine")
     ap.add_argument("--skip-grpo", action="store_true", help="vllm suite: only (a) and (b)")
+    ap.add_argument("--only-grpo", action="store_true", help="vllm suite: only (c), the cpu-profile GRPO step")
     ap.add_argument("--compiled", action="store_true", help="vllm suite: torch.compile the engine (default eager)")
     ap.add_argument("--model", default=None, help="backend / grpo suites: a saved model directory")
     ap.add_argument("--params", default="params.yaml", help="grpo suite: resolved params (learn profile)")
