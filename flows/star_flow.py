@@ -20,8 +20,10 @@ an earlier run's experiments and report stay.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -118,6 +120,7 @@ def run_one(profile: str | None, ablation: str | None, variant: str | None, over
     from star.config import overrides_label, parse_variant_name, resolve
     from star.tracking import mlflow_logging as ml
     from star.tracking.stages import Workspace, head_commit, needed_stages
+    from star.tracking.workspace_hold import WorkspaceHold
     from tasks.stages import retries, task_for
 
     logger = get_run_logger()
@@ -134,9 +137,18 @@ def run_one(profile: str | None, ablation: str | None, variant: str | None, over
     commit = commit or head_commit(PROJECT_DIR)
     ws = Workspace(_workspace_path(cfg, profile, ablation, variant, overrides), PROJECT_DIR,
                    env={ml.PARENT_ENV: run_id, "MLFLOW_TRACKING_URI": tracker.uri})
-    logger.info(f"{cfg.name}: workspace {ws.path} at {commit[:12]}, MLflow run {run_id}")
     status, stage = "FAILED", "workspace"
+    hold = WorkspaceHold(ws.lock_dir, ws.path.name, {**_flow_run_ids(), "mlflow_run": run_id,
+                                                     "parent_run": parent_run_id, "owner_pid": os.getpid()},
+                         log=logger.info)
     try:
+        hold.acquire()  # another run of this variant (a second deployment run, a rerun) waits here
+        if hold.waited_s > 1:
+            logger.info(f"{cfg.name}: workspace free after {hold.waited_s:.0f}s")
+        if hold.stale:
+            _clean_up_after(hold.stale, ws, tracker, logger)
+        ws.hold_record = hold.record_path
+        logger.info(f"{cfg.name}: workspace {ws.path} at {commit[:12]}, MLflow run {run_id}")
         ws.prepare(cfg.to_params(), commit)
         results = {}
         for stage in needed_stages(ws.path, stages):
@@ -148,6 +160,8 @@ def run_one(profile: str | None, ablation: str | None, variant: str | None, over
                                         tags={ml.STAGE: stage, "star.cached": "true", "star.dvc": result.status})
                 tracker.end_run(sid)
         stage = "dvc exp save"
+        hold.update(stage=stage, pgid=None)
+        _pause_point("exp_save")
         exp = ws.save_experiment(experiment_name(cfg.variant, profile, overrides), list(results))
         tracker.client.set_tag(run_id, "star.dvc_experiment", exp)
         final = _read_metrics(ws.path / "metrics/eval/rl/metrics.json")
@@ -168,8 +182,78 @@ def run_one(profile: str | None, ablation: str | None, variant: str | None, over
         reason = failure_line(exc)
         where = "" if reason.startswith(f"stage {stage} ") else f"stage {stage}: "
         raise VariantFailed(f"{cfg.variant or cfg.name}: {where}{reason}") from exc
+    except BaseException:  # cancelled (Prefect's TerminationSignal): the stage goes down with the run
+        tracker.client.set_tag(run_id, "star.failed_stage", stage)
+        tracker.client.set_tag(run_id, "star.error", f"stage {stage}: the run was cancelled or terminated")
+        status = "KILLED"
+        raise
     finally:
         tracker.end_run(run_id, status)
+        hold.release()
+
+
+def _flow_run_ids() -> dict:
+    """This flow run and the one at the top of its tree (a variant subflow's ablation)."""
+    try:
+        from prefect.runtime import flow_run
+
+        return {"flow_run": flow_run.get_id(), "root_flow_run": flow_run.get_root_flow_run_id()}
+    except Exception:  # outside a flow run (the library used alone)
+        return {}
+
+
+def _pid_alive(pid) -> bool:
+    try:
+        os.kill(int(pid), 0)
+        return True
+    except (ProcessLookupError, TypeError, ValueError):
+        return False
+    except PermissionError:
+        return True
+
+
+def _clean_up_after(stale: dict, ws, tracker, logger) -> None:
+    """A run that held this workspace died mid-run (its record stayed): stop the stage processes it
+    left, and close its MLflow runs and Prefect flow runs with the stage and the reason."""
+    from star.tracking.stages import stop_leftover_stage
+
+    stage = stale.get("stage") or "workspace"
+    who = f"PID {stale.get('pid')}" + (f", flow run {stale['flow_run']}" if stale.get("flow_run") else "")
+    reason = f"interrupted at stage {stage}: its process ({who}) died; a later run took the workspace over"
+    if ws is not None and stale.get("pgid") and stop_leftover_stage(stale["pgid"], ws.path):
+        logger.warning(f"stopped the stage processes (group {stale['pgid']}) that the dead run left at {stage}")
+    closed = tracker.close_interrupted(stale["mlflow_run"], stage, reason) if stale.get("mlflow_run") else []
+    owner_alive = _pid_alive(stale.get("owner_pid"))
+    if stale.get("parent_run") and not owner_alive:
+        closed += tracker.close_interrupted(stale["parent_run"], stage, reason)
+    if not owner_alive:
+        _crash_flow_runs([stale.get("flow_run"), stale.get("root_flow_run")], reason)
+    where = f"workspace {ws.path.name}" if ws is not None else "ablation run"
+    logger.warning(f"{where}: the last run {reason}; MLflow runs closed as KILLED: {len(closed)}")
+
+
+def _crash_flow_runs(ids: list, reason: str) -> None:
+    """Mark flow runs that still say Running (their process is gone) as Crashed, with the reason."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    try:
+        with get_client(sync_client=True) as client:
+            for fid in dict.fromkeys(i for i in ids if i):
+                if client.read_flow_run(fid).state.is_running():
+                    client.set_flow_run_state(fid, Crashed(message=reason), force=True)
+    except Exception as exc:  # bookkeeping only: never fail the new run over it
+        get_run_logger().warning(f"could not mark the dead run's flow runs Crashed: {exc}")
+
+
+def _pause_point(name: str) -> None:
+    """A fault-injection hook (scripts/fault_injection.py): STAR_PAUSE_AT=name:SECONDS sleeps here, so
+    a kill can land inside a step that is otherwise too short to hit."""
+    spec = os.environ.get("STAR_PAUSE_AT", "")
+    point, _, seconds = spec.partition(":")
+    if point == name:
+        get_run_logger().info(f"pause point {name}: sleeping {seconds or 30}s (STAR_PAUSE_AT)")
+        time.sleep(float(seconds or 30))
 
 
 @task(name="variant", cache_policy=NO_CACHE, persist_result=True)
@@ -197,6 +281,7 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
     from star.tracking import mlflow_logging as ml
     from star.tracking import report as rep
     from star.tracking.stages import head_commit, uncommitted
+    from star.tracking.workspace_hold import WorkspaceHold, orphaned
 
     logger = get_run_logger()
     abl = load_ablation(ablation)
@@ -219,6 +304,13 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
     gate = uuid.uuid4().hex
     _GATES[gate] = threading.Semaphore(limit)
     status = "FAILED"
+    # This run's own record beside the workspaces: if its process dies, the next run of the ablation
+    # closes what it left open (the MLflow parent, the Prefect flow run), even when no workspace was held.
+    lock_dir = _ablation_dir(base_cfg, profile, abl.name, overrides) / ".locks"
+    run_hold = WorkspaceHold(lock_dir, gate, {**_flow_run_ids(), "parent_run": parent, "owner_pid": os.getpid(),
+                                              "stage": "variants"}, kind="run").acquire()
+    for stale in orphaned(lock_dir, "run"):
+        _clean_up_after(stale, None, tracker, logger)
     try:
         futures = [variant_task.with_options(task_run_name=f"variant[{v.name}]").submit(
             profile, ablation, v.name, overrides, stages, parent, gate, commit) for v in variants]
@@ -237,7 +329,10 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
                                       eval_set=str(base_cfg["eval"].split), evaluator_mode=str(base_cfg["eval"].mode),
                                       failed=failed, profile=profile or "default", overrides=overrides_label(overrides))
             out_dir = _ablation_dir(base_cfg, profile, abl.name, overrides) / "report"
-            files = rep.write_report(report, results, out_dir)
+            run_hold.update(stage="report")
+            _pause_point("report")
+            with WorkspaceHold(lock_dir, "report", {"parent_run": parent}, log=logger.info, kind="folder"):
+                files = rep.write_report(report, results, out_dir)  # one run at a time writes the folder
             rep.log_report(tracker, parent, report, files)
             summary["report"] = str(files["markdown"])
             logger.info("\n" + files["markdown"].read_text())
@@ -245,9 +340,15 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
             raise AblationFailed(f"{len(failed)} of {len(variants)} variants failed: " + "; ".join(failed.values()))
         status = "FINISHED"
         return summary
+    except BaseException as exc:
+        if not isinstance(exc, Exception):  # cancelled (Prefect's TerminationSignal), not a failure
+            tracker.client.set_tag(parent, "star.error", "the ablation run was cancelled or terminated")
+            status = "KILLED"
+        raise
     finally:
         tracker.end_run(parent, status)
         _GATES.pop(gate, None)
+        run_hold.release(remove_lock=True)
 
 
 @flow(name="star", log_prints=True, persist_result=True)
@@ -261,6 +362,7 @@ def star(ablation: str | None = None, variant: str | None = None, profile: str |
     (and what they need); concurrency: variants at a time (default: params flow.concurrency);
     commit: the git commit the variant's workspace checks out (default HEAD; the ablation sets one for all)."""
     quiet_telemetry()
+    _watch_worker()
     try:
         if ablation and variant is None:
             return run_ablation(ablation, profile, overrides, stages, concurrency)
@@ -268,6 +370,39 @@ def star(ablation: str | None = None, variant: str | None = None, profile: str |
     except Exception as exc:
         _last_word(exc)
         raise
+    except BaseException:  # cancelled or terminated: no stage of this run computes on without it
+        from star.tracking.stages import stop_active_stages
+
+        stop_active_stages()
+        raise
+
+
+_WATCHING: list[int] = []
+
+
+def _watch_worker() -> None:
+    """Under a Prefect worker, a flow run outlives a killed worker (it is re-parented) and would go on
+    computing beside the rerun the restarted worker starts. A watcher notices the worker is gone,
+    stops this run's stage processes and ends the run with SIGTERM (Prefect's cancellation path)."""
+    import signal
+
+    if not os.environ.get("PREFECT__FLOW_RUN_ID") or _WATCHING:
+        return
+    _WATCHING.append(os.getppid())
+
+    def watch(parent: int) -> None:
+        while os.getppid() == parent:
+            time.sleep(2)
+        from star.tracking.stages import stop_active_stages
+
+        print(f"star: the worker that started this flow run (PID {parent}) is gone; stopping its stages",
+              file=sys.stderr, flush=True)
+        stop_active_stages()
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(120)  # whatever still holds the process after a grace period, ends with it
+        os._exit(70)
+
+    threading.Thread(target=watch, args=(_WATCHING[0],), name="star-worker-watch", daemon=True).start()
 
 
 if __name__ == "__main__":

@@ -128,6 +128,23 @@ class Tracker:
     def children(self, parent_id: str) -> list:
         return self.find_runs(f"tags.mlflow.parentRunId = '{parent_id}'")
 
+    def close_interrupted(self, run_id: str, stage: str, reason: str) -> list[str]:
+        """End a run left RUNNING by a process that died, and its RUNNING descendants, as KILLED with
+        the stage and the reason; returns the run ids it closed (none if the run had ended)."""
+        closed = []
+        try:
+            run = self.client.get_run(run_id)
+        except Exception:  # not in this store (another tracking URI): nothing to close here
+            return closed
+        for child in self.children(run_id):
+            closed += self.close_interrupted(child.info.run_id, child.data.tags.get(STAGE, stage), reason)
+        if run.info.status == "RUNNING":
+            self.client.set_tag(run_id, "star.failed_stage", stage)
+            self.client.set_tag(run_id, "star.error", reason[:4900])
+            self.end_run(run_id, "KILLED")
+            closed.append(run_id)
+        return closed
+
     # ---------------------------------------------------------------------------------- params
     def log_params(self, run_id: str, params: dict[str, Any]) -> None:
         """Flattened params (rl.learning_rate …), in batches of 100 (the store's limit per call)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -149,6 +150,14 @@ def normalise_command(command: list[str]) -> list[str]:
     return out
 
 
+class _Stopped(Exception):
+    """SIGTERM reached the stage wrapper (its process group is being stopped)."""
+
+
+def _stop(signum, frame):
+    raise _Stopped()
+
+
 def run(args: argparse.Namespace) -> int:
     quiet_telemetry()
     command = normalise_command(list(getattr(args, "command", []) or []))
@@ -185,19 +194,28 @@ def run(args: argparse.Namespace) -> int:
         env.update({"MLFLOW_RUN_ID": run_id, "MLFLOW_TRACKING_URI": tracker.uri,
                     "MLFLOW_EXPERIMENT_ID": tracker.experiment_id})
     start = time.time()
+    stopped = None
+    previous = signal.signal(signal.SIGTERM, _stop)
     try:
-        rc = subprocess.run(command, env=env).returncode
+        rc = subprocess.run(command, env=env).returncode  # an exception here kills the command
     except FileNotFoundError:
         print(f"stage_run: command not found: {command[0]}", file=sys.stderr)
         rc = 127
-    except KeyboardInterrupt:
-        rc = 130
+    except (KeyboardInterrupt, _Stopped) as exc:
+        stopped = "SIGINT" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"
+        rc = 130 if stopped == "SIGINT" else 143
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     elapsed = time.time() - start
     if tracker is not None:
         try:
             if rc == 0:
                 _after(tracker, run_id, args, elapsed)
-            tracker.end_run(run_id, "FINISHED" if rc == 0 else "FAILED")
+            if stopped:  # cancelled, or the run's process died: say so where the stage's run is read
+                tracker.client.set_tag(run_id, "star.failed_stage", args.stage)
+                tracker.client.set_tag(run_id, "star.error", f"stage {args.stage} stopped by {stopped} after "
+                                       f"{elapsed:.0f}s (the run was cancelled, or its flow or worker died)")
+            tracker.end_run(run_id, "FINISHED" if rc == 0 else "KILLED" if stopped else "FAILED")
             if not os.environ.get(PARENT_ENV):
                 parent = tracker.client.get_run(run_id).data.tags.get("mlflow.parentRunId")
                 if parent:

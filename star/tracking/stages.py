@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,6 +31,38 @@ from star.tracking.mlflow_logging import PROJECT_DIR
 # What `dvc repro` prints for a stage it did not run (stable across DVC 3.x).
 _RESTORED = "is cached - skipping run"
 _UNCHANGED = "didn't change, skipping"
+
+
+# Stage process groups this process runs ({pgid: workspace}), so a cancelled run stops all of them.
+ACTIVE_GROUPS: dict[int, str] = {}
+_ACTIVE_LOCK = threading.Lock()
+
+
+def stop_active_stages() -> list[str]:
+    """Stop every stage process group this process started (cancellation, a dead worker); their
+    `repro` calls then fail with the guard's line. Returns the workspaces that had one running."""
+    from star.tracking.stage_guard import stop_group
+
+    with _ACTIVE_LOCK:
+        groups = dict(ACTIVE_GROUPS)
+    for pgid in groups:
+        stop_group(pgid)
+    return list(groups.values())
+
+
+def stop_leftover_stage(pgid: int, workspace: Path) -> bool:
+    """Stop a stage process group a dead run left behind, if its processes still work in `workspace`
+    (the check keeps a reused group id of an unrelated process safe)."""
+    from star.tracking.stage_guard import group_members, stop_group
+
+    here = str(Path(workspace).resolve())
+    for pid in group_members(int(pgid)):
+        try:
+            if os.readlink(f"/proc/{pid}/cwd").startswith(here):
+                return stop_group(int(pgid))
+        except OSError:
+            continue
+    return False
 
 
 class StageError(RuntimeError):
@@ -152,6 +185,7 @@ class Workspace:
         self.cache_dir = Path(cache_dir).resolve() if cache_dir else project_cache_dir(self.project)
         self.lock_dir = Path(lock_dir or self.path.parent / ".locks").resolve()
         self.env = dict(env or {})
+        self.hold_record: Path | None = None  # the workspace hold's record, told each stage's process group
 
     # ------------------------------------------------------------------------------ setup
     def prepare(self, params: dict, commit: str) -> "Workspace":
@@ -204,19 +238,49 @@ class Workspace:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
     # ------------------------------------------------------------------------------ stages
-    def repro(self, stage: str, log: Callable[[str], None] = print) -> StageResult:
-        """`dvc repro --single-item STAGE` here; the result says whether DVC ran it or restored it."""
+    def repro(self, stage: str, log: Callable[[str], None] = print,
+              on_start: Callable[[int], None] | None = None) -> StageResult:
+        """`dvc repro --single-item STAGE` here; the result says whether DVC ran it or restored it.
+
+        The command runs under star.tracking.stage_guard, as its own process group that stops when this
+        process dies; `on_start(pgid)` hears the group's id (the workspace hold records it)."""
         start = time.time()
+        def started(pgid: int) -> None:
+            from star.tracking.workspace_hold import note
+
+            note(self.hold_record, stage=stage, pgid=pgid)
+            if on_start:
+                on_start(pgid)
+
         with self._stage_lock(stage):
-            proc = subprocess.run([dvc_bin(), "repro", "--single-item", stage], cwd=self.path, env=self._env(),
-                                  capture_output=True, text=True)
-        out = (proc.stdout + proc.stderr).strip()
-        if proc.returncode != 0:
+            out, code = self._guarded([dvc_bin(), "repro", "--single-item", stage], started)
+        if code != 0:
             raise StageError(f"stage {stage} failed: {failure_reason(out)}\n"
-                             f"(dvc repro exit status {proc.returncode}):\n{out[-3000:]}")
+                             f"(dvc repro exit status {code}):\n{out[-3000:]}")
         status = "restored" if _RESTORED in out else "unchanged" if _UNCHANGED in out else "ran"
         log(f"[{stage}] {status} in {time.time() - start:.1f}s" + (f"\n{out[-2000:]}" if status == "ran" else ""))
         return StageResult(stage, status, time.time() - start, out)
+
+    def _guarded(self, cmd: list[str], on_start: Callable[[int], None] | None = None) -> tuple[str, int]:
+        # The guard runs as a file, not `-m`: the workspace's PYTHONPATH may hold an older commit.
+        guard = [sys.executable, str(Path(__file__).with_name("stage_guard.py")), "--parent", str(os.getpid()), "--"]
+        proc = subprocess.Popen(guard + cmd, cwd=self.path, env=self._env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        with _ACTIVE_LOCK:
+            ACTIVE_GROUPS[proc.pid] = str(self.path)
+        try:
+            if on_start:
+                on_start(proc.pid)
+            out, _ = proc.communicate()
+            return out.strip(), proc.returncode
+        except BaseException:  # this thread is being torn down (cancellation): take the stage with it
+            from star.tracking.stage_guard import stop_group
+
+            stop_group(proc.pid)
+            raise
+        finally:
+            with _ACTIVE_LOCK:
+                ACTIVE_GROUPS.pop(proc.pid, None)
 
     def save_experiment(self, name: str, stages: list[str]) -> str:
         """`dvc exp save -n NAME --force STAGES`: the variant (the stages it ran) as a DVC experiment."""

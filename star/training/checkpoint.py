@@ -57,7 +57,7 @@ def _write_json(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def save(engine, root: str | Path, step: int, state: dict, keep: int = 2) -> Path:
+def save(engine, root: str | Path, step: int, state: dict, keep: int = 2, before_state=None) -> Path:
     """Write checkpoint `step-N` under root; the trainer-state file is written last (its presence marks completion).
 
     Collective with several ranks (a shared `root`): DeepSpeed's save writes each rank's shards, each rank
@@ -72,11 +72,21 @@ def save(engine, root: str | Path, step: int, state: dict, keep: int = 2) -> Pat
         _write_json(root / tag / f"rng-rank{rank}.json", rng_state())
         D.barrier()
     if rank == 0:
+        if before_state is not None:  # more files that belong to this checkpoint, written before it counts
+            before_state(root / tag)
         _write_json(root / tag / STATE_FILE, {**state, "step": step, "rng": rng_state()})
         for _, old in tags(root)[:-keep]:
             shutil.rmtree(root / old, ignore_errors=True)
     D.barrier()
     return root / tag
+
+
+def newest_state(root: str | Path) -> dict | None:
+    """The trainer state of the newest complete checkpoint (without loading it), else None."""
+    found = tags(root)
+    if not found:
+        return None
+    return json.loads((Path(root) / found[-1][1] / STATE_FILE).read_text())
 
 
 def load_latest(engine, root: str | Path) -> dict | None:

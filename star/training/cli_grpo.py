@@ -19,7 +19,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", default=None, help="database spec (directory, generated, generated:SEED); default $STAR_DB")
     parser.add_argument("--config", default=None, help="YAML/JSON with GRPOConfig fields (or a params file with `rl:`)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one GRPOConfig field")
-    parser.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --out")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from the newest checkpoint of this same run (model, queries, config), if any")
+    parser.add_argument("--checkpoints", default=None,
+                        help="checkpoint folder (default OUT/checkpoints); outside OUT it survives DVC removing OUT "
+                             "before a rerun, and is deleted once the run finishes")
     parser.add_argument("--no-small-overrides", action="store_true", help="do not apply smoke/cpu profile overrides")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--nproc-per-node", type=int, default=None,
@@ -52,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         val = load_queries(args.val) if args.val else None
         db = load_database(args.db)
         summary = train_grpo(args.model, queries, args.out, cfg, val, db, resume=args.resume,
-                             progress=not args.quiet)
+                             progress=not args.quiet, checkpoints=args.checkpoints)
     except (FileNotFoundError, ValueError, ValidationError) as exc:
         print(f"star grpo: {exc}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ import os
 import shutil
 import random
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -91,9 +92,12 @@ def rollout_metrics(trajectories, rewards) -> dict:
 
 class GRPOTrainer:
     def __init__(self, model_dir: str | Path, queries: list[dict], out: str | Path, cfg: GRPOConfig | None = None,
-                 val_queries: list[dict] | None = None, db=None, progress: bool = True, env_factory=None):
+                 val_queries: list[dict] | None = None, db=None, progress: bool = True, env_factory=None,
+                 checkpoints: str | Path | None = None):
         """`env_factory(seed) -> ProtocolEnv` trains on another task over the same protocol (knowledge QA,
-        the learning probe); None: TravelPlanner over `db`. The reward is `cfg.reward` of the env's scores."""
+        the learning probe); None: TravelPlanner over `db`. The reward is `cfg.reward` of the env's scores.
+        `checkpoints`: where resumable checkpoints go (default OUT/checkpoints); a folder outside `out`
+        survives a pipeline stage whose outputs are removed before it reruns (DVC), so a cut-off stage resumes."""
         import torch
 
         from star.rollout.backends.transformers import TransformersBackend
@@ -114,7 +118,9 @@ class GRPOTrainer:
         random.seed(cfg.seed)
         self.model_dir, self.out, self.progress = Path(model_dir), Path(out), progress
         self.out.mkdir(parents=True, exist_ok=True)
+        self.checkpoint_dir = Path(checkpoints) if checkpoints else self.out / "checkpoints"
         self.queries, self.val_queries = training_queries(queries, cfg), val_queries or []
+        self.fingerprint = run_fingerprint(model_dir, self.queries, self.val_queries, cfg)
         self.env_factory = env_factory
         self.db = db if db is not None or env_factory is not None else load_database()
         self.tokenizer = load_tokenizer(model_dir)
@@ -407,18 +413,48 @@ class GRPOTrainer:
         (target / "selected.json").write_text(json.dumps(info, indent=2) + "\n")
         return info
 
+    def _outside_out(self) -> bool:
+        return self.out.resolve() not in self.checkpoint_dir.resolve().parents
+
     def checkpoint(self) -> None:
         from star.training import checkpoint
 
-        checkpoint.save(self.engine, self.out / "checkpoints", self.step,
-                        {"stream": self.stream.state(), "best": self.best}, keep=self.cfg.keep_checkpoints)
+        checkpoint.save(self.engine, self.checkpoint_dir, self.step,
+                        {"stream": self.stream.state(), "best": self.best, "fingerprint": self.fingerprint},
+                        keep=self.cfg.keep_checkpoints, before_state=self._keep_outputs)
+
+    def _keep_outputs(self, tag_dir: Path) -> None:
+        # What the run wrote so far goes with the checkpoint when its out folder may be removed (DVC).
+        if self.rank != 0 or not self._outside_out():
+            return
+        if self.logger.path and self.logger.path.is_file():
+            shutil.copy2(self.logger.path, tag_dir / "metrics.jsonl")
+        if self.best is not None and (self.out / "best").is_dir():
+            shutil.copytree(self.out / "best", tag_dir / "best", copy_function=_link_or_copy, dirs_exist_ok=True)
 
     def resume(self) -> bool:
         from star.training import checkpoint
 
-        state = checkpoint.load_latest(self.engine, self.out / "checkpoints")
+        newest = checkpoint.newest_state(self.checkpoint_dir)
+        if newest is None:
+            return False
+        if newest.get("fingerprint", self.fingerprint) != self.fingerprint:
+            # Another model, other queries or another config: that run's state must not leak into this one.
+            print(f"grpo: the checkpoints in {self.checkpoint_dir} are from another run (model, queries or "
+                  "config differ); starting from step 0", file=sys.stderr)
+            if self.rank == 0:
+                shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+            return False
+        state = checkpoint.load_latest(self.engine, self.checkpoint_dir)
         if state is None:
             return False
+        tag_dir = self.checkpoint_dir / f"step-{state['step']:06d}"
+        if self.rank == 0 and self._outside_out():
+            if (tag_dir / "metrics.jsonl").is_file() and self.logger.path and not self.logger.path.is_file():
+                shutil.copy2(tag_dir / "metrics.jsonl", self.logger.path)
+            if (tag_dir / "best").is_dir() and not (self.out / "best").is_dir():
+                shutil.copytree(tag_dir / "best", self.out / "best", copy_function=_link_or_copy)
+        print(f"grpo: resumed from {tag_dir} (step {state['step']} of {self.total_steps})", file=sys.stderr)
         self.step = state["step"]
         self.stream = QueryStream(len(self.queries), self.cfg.seed, **state["stream"])
         self.best = state.get("best")
@@ -459,6 +495,8 @@ class GRPOTrainer:
                    "selected": selected, "ranks": self.world, "last_metrics": last, "config": cfg.model_dump()}
         if self.rank == 0:
             (self.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+            if self._outside_out() and not timed_out:  # finished: the outputs hold it all now
+                shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
         return summary
 
 
@@ -470,6 +508,27 @@ def _link_or_copy(src: str, dst: str) -> str:
     return dst
 
 
+def run_fingerprint(model_dir, queries: list[dict], val_queries: list[dict], cfg: GRPOConfig) -> str:
+    """What a checkpoint must share with a run to resume it: the start model's files, the queries and
+    every config field that changes what a step does (not how often it is saved, or how long it may run:
+    extending a run by more steps resumes it)."""
+    import hashlib
+
+    h = hashlib.sha1()
+    skip = {"save_every", "keep_checkpoints", "time_limit_s", "max_steps", "epochs", "torch_threads"}
+    h.update(json.dumps({k: v for k, v in cfg.model_dump().items() if k not in skip}, sort_keys=True,
+                        default=str).encode())
+    h.update(json.dumps([queries, val_queries], sort_keys=True, default=str).encode())
+    root = Path(model_dir)
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(root)).encode())
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 22), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
 def train_grpo(model_dir, queries, out, cfg: GRPOConfig | None = None, val_queries=None, db=None,
-               resume: bool = False, progress: bool = True, env_factory=None) -> dict:
-    return GRPOTrainer(model_dir, queries, out, cfg, val_queries, db, progress, env_factory).train(resume=resume)
+               resume: bool = False, progress: bool = True, env_factory=None, checkpoints=None) -> dict:
+    return GRPOTrainer(model_dir, queries, out, cfg, val_queries, db, progress, env_factory,
+                       checkpoints=checkpoints).train(resume=resume)

@@ -158,3 +158,43 @@ def test_resume_with_real_rollouts_continues_from_the_checkpoint(sft_model, pipe
     assert main([*args, "--set", "max_steps=2", "--resume"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["resumed"] and summary["steps"] == 2
+
+
+def _curve(out) -> list[dict]:
+    keep = ("step", "loss", "reward_mean", "grad_norm", "response_tokens", "tool_calls")
+    return [{k: r.get(k) for k in keep} for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines())]
+
+
+def test_a_cut_off_stage_resumes_from_checkpoints_outside_its_outputs(sft_model, pipeline_inputs):
+    """DVC removes a stage's outputs before it reruns; checkpoints kept beside them carry the run over,
+    and the resumed run ends where an uninterrupted one does."""
+    import shutil
+
+    root = pipeline_inputs
+    base = ["grpo", "--model", str(sft_model), "--queries", str(root / "rl.jsonl"), "--db", "generated",
+            *TINY_RL, "--set", "max_steps=2"]
+    assert main([*base, "--out", str(root / "rl-whole")]) == 0
+    out, ckpt = root / "rl-cut", root / "ckpt-cut"
+    # Cut off after step 1 (a time limit stands in for the kill): its step-1 checkpoint stays.
+    assert main([*base, "--out", str(out), "--checkpoints", str(ckpt), "--resume", "--set", "time_limit_s=0.001"]) == 0
+    assert json.loads((out / "summary.json").read_text())["steps"] == 1
+    assert (ckpt / "step-000001" / "trainer_state.json").is_file()
+    shutil.rmtree(out)  # what `dvc repro` does to the stage's outs
+    assert main([*base, "--out", str(out), "--checkpoints", str(ckpt), "--resume"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["resumed"] and summary["steps"] == 2
+    assert _curve(out) == _curve(root / "rl-whole")  # step 1 carried over, step 2 the same as uninterrupted
+    assert not ckpt.exists()  # finished: the checkpoints go
+
+
+def test_a_checkpoint_of_another_run_is_not_resumed(sft_model, pipeline_inputs):
+    root = pipeline_inputs
+    base = ["grpo", "--model", str(sft_model), "--queries", str(root / "rl.jsonl"), "--db", "generated", *TINY_RL]
+    ckpt, out = root / "ckpt-other", root / "rl-other"
+    assert main([*base, "--out", str(out), "--checkpoints", str(ckpt), "--set", "max_steps=2",
+                 "--set", "time_limit_s=0.001"]) == 0
+    assert (ckpt / "step-000001").is_dir()
+    # Another learning rate: that run's step-1 state must not become this run's.
+    assert main([*base, "--out", str(out), "--checkpoints", str(ckpt), "--resume", "--set", "max_steps=1",
+                 "--set", "learning_rate=0.5"]) == 0
+    assert json.loads((out / "summary.json").read_text())["resumed"] is False
