@@ -50,10 +50,11 @@ def log(msg: str) -> None:
 
 
 class Trial:
-    def __init__(self, root: Path, name: str, env: dict, ablation: Path, profile: str):
+    def __init__(self, root: Path, name: str, env: dict, ablation: Path, profile: str, commit: str):
         self.name, self.ablation, self.profile = name, ablation, profile
         self.repo = root / name / "repo"
         subprocess.run(["git", "clone", "-q", str(PROJECT), str(self.repo)], check=True)
+        subprocess.run(["git", "checkout", "-q", "-B", "faults", commit], cwd=self.repo, check=True)
         (self.repo / ".venv").symlink_to(PROJECT / ".venv")
         self.env = {**env, "MLFLOW_TRACKING_URI": f"sqlite:///{self.repo / 'mlflow.db'}"}
         for key in ("user.name", "user.email"):
@@ -216,11 +217,13 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="star-faults-"))
     ablation = root / "faults.yaml"
     ablation.write_text(ABLATION)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT, capture_output=True, text=True,
+                            check=True).stdout.strip()  # every trial runs the same code, whatever lands meanwhile
     server, env = start_server(root)
-    log(f"fault injection in {root}; Prefect server on 127.0.0.1:{PORT}")
+    log(f"fault injection in {root} at commit {commit[:12]}; Prefect server on 127.0.0.1:{PORT}")
     rows, ok_all = [], True
     try:
-        ref = Trial(root, "reference", env, ablation, args.profile)
+        ref = Trial(root, "reference", env, ablation, args.profile, commit)
         t0 = time.time()
         proc = ref.start(root / "reference.log")
         code = proc.wait(timeout=args.timeout)
@@ -230,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         reference = ref.metrics()
         log(f"reference: {len(reference)} evaluations in {time.time() - t0:.0f}s")
         for point in points:
-            trial = Trial(root, point, env, ablation, args.profile)
+            trial = Trial(root, point, env, ablation, args.profile, commit)
             first_log = root / f"{point}.killed.log"
             pause = {"STAR_PAUSE_AT": "report:120"} if point == "report" else {}
             proc = trial.start(first_log, pause)

@@ -96,16 +96,28 @@ def door_ablation(ablation: str) -> None:
     served = sh([str(BIN / "star"), "serve"], timeout=600, env=env)
     print(served.stdout[-2000:], served.stderr[-2000:])
     check(served.returncode == 0, "ablation", "star serve started Prefect server, worker and MLflow UI")
+    # A second run of the same ablation, submitted first and left running beside the README's one: runs
+    # side by side wait for each other's variant workspaces instead of failing on them.
+    beside = sh([str(BIN / "prefect"), "deployment", "run", "star/ablation", "--param", f"ablation={ablation}"],
+                timeout=300, env=env)
+    m2 = re.search(r"UUID:\s*([0-9a-f-]{36})", beside.stdout + beside.stderr)
+    check(m2 is not None, "ablation", "a second run of the same ablation was submitted beside it")
     proc = sh([str(BIN / "prefect"), "deployment", "run", "star/ablation", "--param", f"ablation={ablation}",
                "--watch", "--watch-timeout", "3000"], timeout=3300, env=env)
     out = proc.stdout + proc.stderr
     m = re.search(r"UUID:\s*([0-9a-f-]{36})", out)
     check(m is not None, "ablation", "the deployment run was submitted" + ("" if m else f":\n{out[-2000:]}"))
-    flow_run = _prefect_flow_run(m.group(1))
-    state = (flow_run.get("state") or {}).get("type")
+    deadline = time.time() + 1800
+    while time.time() < deadline and not (_prefect_flow_run(m2.group(1)).get("state") or {}).get("type") in (
+            "COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
+        time.sleep(5)
     log = (PROJECT / "runs/serve/prefect-worker.log").read_text(errors="replace")
-    check(state == "COMPLETED", "ablation", f"Prefect flow run {m.group(1)} is {state}"
-          + ("" if state == "COMPLETED" else f"; worker log tail:\n{log[-4000:]}"))
+    for run_id in (m.group(1), m2.group(1)):
+        state = (_prefect_flow_run(run_id).get("state") or {}).get("type")
+        check(state == "COMPLETED", "ablation", f"Prefect flow run {run_id} is {state}"
+              + ("" if state == "COMPLETED" else f"; worker log tail:\n{log[-4000:]}"))
+    check("is held by" in log, "ablation", "the runs waited for each other's variant workspaces (worker log: "
+          f"{log.count('is held by')} waits)")
 
     from mlflow import MlflowClient
 
@@ -115,13 +127,17 @@ def door_ablation(ablation: str) -> None:
     client = MlflowClient(MLFLOW)
     exp = client.get_experiment_by_name("star")
     parents = client.search_runs([exp.experiment_id], f"tags.`star.kind` = 'ablation' and tags.`star.ablation` = '{ablation}'",
-                                 order_by=["attributes.start_time DESC"], max_results=1)
-    check(bool(parents), "ablation", "MLflow holds the ablation's parent run")
-    parent = parents[0]
-    check(parent.info.status == "FINISHED", "ablation", f"the parent run {parent.info.run_id} is {parent.info.status}")
-    children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
-    finished = {c.info.run_name: c for c in children if c.info.status == "FINISHED"}
-    check(sorted(finished) == sorted(variants), "ablation", f"one FINISHED child run per variant: {sorted(finished)}")
+                                 order_by=["attributes.start_time DESC"], max_results=2)
+    check(len(parents) == 2, "ablation", "MLflow holds both runs' parent runs")
+    scores = []
+    for parent in parents:
+        check(parent.info.status == "FINISHED", "ablation", f"the parent run {parent.info.run_id} is {parent.info.status}")
+        children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
+        finished = {c.info.run_name: c for c in children if c.info.status == "FINISHED"}
+        check(sorted(finished) == sorted(variants), "ablation", f"one FINISHED child run per variant: {sorted(finished)}")
+        scores.append({n: {k: v for k, v in r.data.metrics.items() if k.startswith("eval.")} for n, r in finished.items()})
+    check(scores[0] == scores[1], "ablation", "the two runs side by side hold the same evaluation metrics")
+    parent = parents[0]  # either run: both must carry their report
     for name, run in finished.items():
         keys = [k for k in run.data.metrics if k.startswith("eval.")]
         check("eval.success_rate" in run.data.metrics and len(keys) >= 6, "ablation",

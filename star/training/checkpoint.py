@@ -81,6 +81,38 @@ def save(engine, root: str | Path, step: int, state: dict, keep: int = 2, before
     return root / tag
 
 
+def fingerprint(model_dir: str | Path, inputs, config: dict, skip: set[str]) -> str:
+    """What a checkpoint must share with a run to resume it: the start model's files, the training inputs
+    and every config field but `skip` (how often it saves, how long it may run)."""
+    import hashlib
+
+    h = hashlib.sha1()
+    h.update(json.dumps({k: v for k, v in config.items() if k not in skip}, sort_keys=True, default=str).encode())
+    h.update(json.dumps(inputs, sort_keys=True, default=str).encode())
+    root = Path(model_dir)
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(root)).encode())
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 22), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def file_digest(path: str | Path) -> str:
+    import hashlib
+
+    h = hashlib.sha1()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 22), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def outside(folder: str | Path, out: str | Path) -> bool:
+    """Whether checkpoint `folder` lies outside the run's output folder (so it outlives DVC removing it)."""
+    return Path(out).resolve() not in Path(folder).resolve().parents
+
+
 def newest_state(root: str | Path) -> dict | None:
     """The trainer state of the newest complete checkpoint (without loading it), else None."""
     found = tags(root)

@@ -16,6 +16,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-small-overrides", action="store_true",
                         help="do not apply the smoke/cpu profile overrides (paper defaults as they are)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from the newest checkpoint of this same run (model, data, config), if any")
+    parser.add_argument("--checkpoints", default=None,
+                        help="checkpoint folder for sft.save_every (default OUT/checkpoints); outside OUT it survives "
+                             "DVC removing OUT before a rerun, and is deleted once the run finishes")
     parser.add_argument("--nproc-per-node", type=int, default=None,
                         help="training ranks on this node (overrides the params file's launch.nproc_per_node)")
 
@@ -36,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
             return code
         profile = None if args.no_small_overrides else read_profile(args.model)
         cfg = resolve_config(SFTConfig, "sft", profile, args.config, args.set)
-        summary = train_sft(args.data, args.model, args.out, cfg, progress=not args.quiet)
+        summary = train_sft(args.data, args.model, args.out, cfg, progress=not args.quiet,
+                            checkpoints=args.checkpoints, resume=args.resume)
     except (SFTDataError, FileNotFoundError, ValueError, ValidationError) as exc:
         print(f"star sft: {exc}", file=sys.stderr)
         return 2

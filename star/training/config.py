@@ -85,6 +85,10 @@ class SFTConfig(_Config):
     """Seed of data order and dropout."""
     max_steps: int | None = None
     """Stop after this many optimiser steps (None: run all epochs)."""
+    save_every: int = Field(0, ge=0)
+    """Optimiser steps between resumable checkpoints (0: none); `star sft --resume` continues from the newest."""
+    keep_checkpoints: int = Field(1, ge=1)
+    """Resumable checkpoints kept (the newest ones)."""
     torch_threads: int | None = None
     """torch intra-op threads on CPU (None: leave torch's default)."""
 

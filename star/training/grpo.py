@@ -414,7 +414,9 @@ class GRPOTrainer:
         return info
 
     def _outside_out(self) -> bool:
-        return self.out.resolve() not in self.checkpoint_dir.resolve().parents
+        from star.training.checkpoint import outside
+
+        return outside(self.checkpoint_dir, self.out)
 
     def checkpoint(self) -> None:
         from star.training import checkpoint
@@ -509,23 +511,13 @@ def _link_or_copy(src: str, dst: str) -> str:
 
 
 def run_fingerprint(model_dir, queries: list[dict], val_queries: list[dict], cfg: GRPOConfig) -> str:
-    """What a checkpoint must share with a run to resume it: the start model's files, the queries and
-    every config field that changes what a step does (not how often it is saved, or how long it may run:
-    extending a run by more steps resumes it)."""
-    import hashlib
+    """A GRPO run's identity for resuming: start model, queries and every field that changes what a step
+    does (extending a run by more steps still resumes it)."""
+    from star.training import checkpoint
 
-    h = hashlib.sha1()
-    skip = {"save_every", "keep_checkpoints", "time_limit_s", "max_steps", "epochs", "torch_threads"}
-    h.update(json.dumps({k: v for k, v in cfg.model_dump().items() if k not in skip}, sort_keys=True,
-                        default=str).encode())
-    h.update(json.dumps([queries, val_queries], sort_keys=True, default=str).encode())
-    root = Path(model_dir)
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        h.update(str(path.relative_to(root)).encode())
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 22), b""):
-                h.update(chunk)
-    return h.hexdigest()
+    return checkpoint.fingerprint(model_dir, [queries, val_queries], cfg.model_dump(),
+                                  {"save_every", "keep_checkpoints", "time_limit_s", "max_steps", "epochs",
+                                   "torch_threads"})
 
 
 def train_grpo(model_dir, queries, out, cfg: GRPOConfig | None = None, val_queries=None, db=None,

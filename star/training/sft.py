@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import math
 import random
+import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -43,11 +45,16 @@ def mean_loss(model, examples, micro_batch_size: int, pad_id: int) -> float:
 
 
 def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFTConfig | None = None,
-              progress: bool = True) -> dict:
-    """Fine-tune the model at `model_dir` on `data` and save model + tokenizer at `out`; returns a summary."""
+              progress: bool = True, checkpoints: str | Path | None = None, resume: bool = False) -> dict:
+    """Fine-tune the model at `model_dir` on `data` and save model + tokenizer at `out`; returns a summary.
+
+    Every `cfg.save_every` steps a resumable checkpoint goes to `checkpoints` (default OUT/checkpoints);
+    `resume` continues from the newest one written by the same run (model, data, config). A folder
+    outside `out` survives DVC removing `out` before it reruns the stage, and is deleted at the end."""
     import torch
     from tqdm.auto import tqdm
 
+    from star.training import checkpoint
     from star.training import deepspeed_setup as dss
     from star.training import distributed as D
     from star.training.metrics import MetricsLogger
@@ -94,11 +101,19 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
     engine = dss.initialize(model, optimizer, scheduler,
                             dss.ds_config(cfg.micro_batch_size, gas, cfg.zero_stage, cfg.bf16, cfg.gradient_clipping))
     logger = MetricsLogger(out / "sft_metrics.jsonl" if D.is_main() else None, prefix="sft/")
-    if logger.path and logger.path.exists():
+    ckpt_dir = Path(checkpoints) if checkpoints else out / "checkpoints"
+    ident = checkpoint.fingerprint(model_dir, checkpoint.file_digest(data), cfg.model_dump(),
+                                   {"save_every", "keep_checkpoints", "max_steps", "epochs", "torch_threads"})
+    start, losses = _resume(engine, ckpt_dir, ident, logger, out) if resume else (0, [])
+    if not start and logger.path and logger.path.exists():
         logger.path.unlink()
 
-    step, t_start, losses = 0, time.perf_counter(), []
-    bar = tqdm(total=total_steps, desc="sft", disable=not progress)
+    def keep_metrics(tag_dir: Path) -> None:  # the curve so far goes with the checkpoint
+        if logger.path and logger.path.is_file() and checkpoint.outside(ckpt_dir, out):
+            shutil.copy2(logger.path, tag_dir / "sft_metrics.jsonl")
+
+    step, t_start = 0, time.perf_counter()
+    bar = tqdm(total=total_steps, initial=start, desc="sft", disable=not progress)
     for epoch in range(cfg.epochs):
         batches = micro_batches([len(e) for e in train], cfg.micro_batch_size, cfg.seed, epoch, cfg.bucketing)
         # One optimiser step = gas x W micro-batches, rank r taking every W-th from r; the loss divides
@@ -106,6 +121,9 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
         for g in range(0, len(batches), gas * W):
             if step >= total_steps:
                 break
+            if step < start:  # done before the checkpoint this run resumed from
+                step += 1
+                continue
             step_batches = batches[g:g + gas * W]
             n_tokens = sum(sum(int(sum(train[i].loss_mask[1:])) for i in mb) for mb in step_batches)
             group = [collate([train[i] for i in mb], pad_id) for mb in D.shard(step_batches, R, W)]
@@ -132,6 +150,9 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
                               "tokens": seen, "tokens_per_s": seen / dt, "step_time_s": dt})
             bar.update(1)
             bar.set_postfix(loss=f"{step_loss:.3f}")
+            if cfg.save_every and step % cfg.save_every == 0 and step < total_steps:
+                checkpoint.save(engine, ckpt_dir, step, {"fingerprint": ident, "losses": losses},
+                                keep=cfg.keep_checkpoints, before_state=keep_metrics)
     bar.close()
     eval_after = mean_loss(engine.module, held_out, cfg.micro_batch_size, pad_id) if held_out else None
     summary = {"conversations": len(conversations), "train": len(train), "held_out": len(held_out), "steps": step,
@@ -139,9 +160,35 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
                "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
                "eval_loss_before": eval_before, "eval_loss_after": eval_after,
                "train_time_s": time.perf_counter() - t_start, "profile": read_profile(model_dir),
-               "config": cfg.model_dump()}
+               "resumed_from_step": start or None, "config": cfg.model_dump()}
     dss.save_pretrained(engine, tokenizer, out, extra_files={
         "sft_summary.json": json.dumps(summary, indent=2) + "\n",
         **({"star_profile.json": (Path(model_dir) / "star_profile.json").read_text()}
            if (Path(model_dir) / "star_profile.json").is_file() else {})})
+    if D.is_main() and checkpoint.outside(ckpt_dir, out):  # finished: the model holds it all now
+        shutil.rmtree(ckpt_dir, ignore_errors=True)
     return summary
+
+
+def _resume(engine, ckpt_dir: Path, ident: str, logger, out: Path) -> tuple[int, list[float]]:
+    """(step, losses so far) from the newest checkpoint of this same run, else (0, [])."""
+    from star.training import checkpoint
+    from star.training import distributed as D
+
+    newest = checkpoint.newest_state(ckpt_dir)
+    if newest is None:
+        return 0, []
+    if newest.get("fingerprint") != ident:
+        print(f"sft: the checkpoints in {ckpt_dir} are from another run (model, data or config differ); "
+              "starting from step 0", file=sys.stderr)
+        if D.is_main():
+            shutil.rmtree(ckpt_dir, ignore_errors=True)
+        return 0, []
+    state = checkpoint.load_latest(engine, ckpt_dir)
+    tag_dir = ckpt_dir / f"step-{state['step']:06d}"
+    if logger.path and checkpoint.outside(ckpt_dir, out) and (tag_dir / "sft_metrics.jsonl").is_file():
+        shutil.copy2(tag_dir / "sft_metrics.jsonl", logger.path)
+    if logger.path:
+        logger.truncate_after(state["step"])
+    print(f"sft: resumed from {tag_dir} (step {state['step']})", file=sys.stderr)
+    return state["step"], list(state.get("losses", []))

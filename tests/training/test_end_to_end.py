@@ -198,3 +198,41 @@ def test_a_checkpoint_of_another_run_is_not_resumed(sft_model, pipeline_inputs):
     assert main([*base, "--out", str(out), "--checkpoints", str(ckpt), "--resume", "--set", "max_steps=1",
                  "--set", "learning_rate=0.5"]) == 0
     assert json.loads((out / "summary.json").read_text())["resumed"] is False
+
+
+def test_a_cut_off_sft_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_run(pipeline_inputs, smoke_dir,
+                                                                                    monkeypatch):
+    import shutil
+
+    from star.training.metrics import MetricsLogger
+
+    from star.training.sft import train_sft
+    from star.training.config import SFTConfig
+
+    cfg = SFTConfig(batch_size=2, epochs=1, zero_stage=0, save_every=1, learning_rate=1e-3)
+    data = pipeline_inputs / "sft.jsonl"
+    whole = train_sft(data, smoke_dir, pipeline_inputs / "sft-whole", cfg.model_copy(update={"max_steps": 3}),
+                      progress=False)
+    out, ckpt = pipeline_inputs / "sft-cut", pipeline_inputs / "sft-ckpt"
+    # Killed while logging step 2 (after step 1's checkpoint): the run dies mid-way.
+    log = MetricsLogger.log
+
+    def dies_at_step_2(self, step, row):
+        if step == 2:
+            raise KeyboardInterrupt("killed")
+        return log(self, step, row)
+
+    monkeypatch.setattr(MetricsLogger, "log", dies_at_step_2)
+    with pytest.raises(KeyboardInterrupt):
+        train_sft(data, smoke_dir, out, cfg.model_copy(update={"max_steps": 3}), progress=False, checkpoints=ckpt)
+    monkeypatch.setattr(MetricsLogger, "log", log)
+    assert (ckpt / "step-000001" / "trainer_state.json").is_file()
+    shutil.rmtree(out)  # what `dvc repro` does to the stage's outs
+    resumed = train_sft(data, smoke_dir, out, cfg.model_copy(update={"max_steps": 3}), progress=False,
+                        checkpoints=ckpt, resume=True)
+    assert resumed["resumed_from_step"] == 1 and resumed["steps"] == 3
+    rows = lambda d: [(r["step"], r["loss"]) for r in map(json.loads, (d / "sft_metrics.jsonl").read_text().splitlines())]  # noqa: E731
+    assert rows(out) == rows(pipeline_inputs / "sft-whole")
+    assert resumed["first_loss"] == whole["first_loss"] and resumed["last_loss"] == whole["last_loss"]
+    assert (out / "model.safetensors").read_bytes() == (pipeline_inputs / "sft-whole" / "model.safetensors").read_bytes()
+    assert not ckpt.exists()
