@@ -225,7 +225,8 @@ def _clean_up_after(stale: dict, ws, tracker, logger) -> None:
     closed = tracker.close_interrupted(stale["mlflow_run"], stage, reason) if stale.get("mlflow_run") else []
     owner_alive = _pid_alive(stale.get("owner_pid"))
     if stale.get("parent_run") and not owner_alive:
-        closed += tracker.close_interrupted(stale["parent_run"], stage, reason)
+        # Only the parent itself: each variant's run is closed with its own stage when its workspace is taken.
+        closed += tracker.close_interrupted(stale["parent_run"], stage, reason, descendants=False)
     if not owner_alive:
         _crash_flow_runs([stale.get("flow_run"), stale.get("root_flow_run")], reason)
     where = f"workspace {ws.path.name}" if ws is not None else "ablation run"

@@ -80,7 +80,7 @@ class Trial:
         return found
 
     def workspaces(self) -> list[Path]:
-        return sorted(p for p in self.runs.iterdir() if p.is_dir() and not p.name.startswith(".")) \
+        return sorted(p for p in self.runs.iterdir() if (p / "params.yaml").is_file()) \
             if self.runs.is_dir() else []
 
     def metrics(self) -> dict:
@@ -178,9 +178,10 @@ def mlflow_state(trial: Trial) -> tuple[list[str], list[str]]:
 def prefect_running(env: dict) -> int:
     proc = subprocess.run([str(BIN / "python"), "-c", (
         "from prefect.client.orchestration import get_client\n"
-        "from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterStateType\n"
+        "from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType\n"
         "with get_client(sync_client=True) as c:\n"
-        "    runs = c.read_flow_runs(flow_run_filter=FlowRunFilter(state=FlowRunFilterStateType(any_=['RUNNING'])))\n"
+        "    state = FlowRunFilterState(type=FlowRunFilterStateType(any_=['RUNNING']))\n"
+        "    runs = c.read_flow_runs(flow_run_filter=FlowRunFilter(state=state))\n"
         "    print(len(runs))")], capture_output=True, text=True, env=env)
     return int(proc.stdout.strip() or -1)
 

@@ -128,15 +128,15 @@ class Tracker:
     def children(self, parent_id: str) -> list:
         return self.find_runs(f"tags.mlflow.parentRunId = '{parent_id}'")
 
-    def close_interrupted(self, run_id: str, stage: str, reason: str) -> list[str]:
-        """End a run left RUNNING by a process that died, and its RUNNING descendants, as KILLED with
+    def close_interrupted(self, run_id: str, stage: str, reason: str, descendants: bool = True) -> list[str]:
+        """End a run left RUNNING by a process that died (and its RUNNING descendants) as KILLED with
         the stage and the reason; returns the run ids it closed (none if the run had ended)."""
         closed = []
         try:
             run = self.client.get_run(run_id)
         except Exception:  # not in this store (another tracking URI): nothing to close here
             return closed
-        for child in self.children(run_id):
+        for child in self.children(run_id) if descendants else []:
             closed += self.close_interrupted(child.info.run_id, child.data.tags.get(STAGE, stage), reason)
         if run.info.status == "RUNNING":
             self.client.set_tag(run_id, "star.failed_stage", stage)
