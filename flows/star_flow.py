@@ -243,8 +243,11 @@ def _crash_flow_runs(ids: list, reason: str) -> None:
             for fid in dict.fromkeys(i for i in ids if i):
                 if client.read_flow_run(fid).state.is_running():
                     client.set_flow_run_state(fid, Crashed(message=reason), force=True)
-    except Exception as exc:  # bookkeeping only: never fail the new run over it
-        get_run_logger().warning(f"could not mark the dead run's flow runs Crashed: {exc}")
+    except Exception as exc:  # bookkeeping only: never fail the run over it
+        try:
+            get_run_logger().warning(f"could not mark the dead run's flow runs Crashed: {exc}")
+        except Exception:  # outside a run's context (the worker watcher)
+            print(f"star: could not mark flow runs Crashed: {exc}", file=sys.stderr)
 
 
 def _pause_point(name: str) -> None:
@@ -383,10 +386,8 @@ _WATCHING: list[int] = []
 
 def _watch_worker() -> None:
     """Under a Prefect worker, a flow run outlives a killed worker (it is re-parented) and would go on
-    computing beside the rerun the restarted worker starts. A watcher notices the worker is gone,
-    stops this run's stage processes and ends the run with SIGTERM (Prefect's cancellation path)."""
-    import signal
-
+    computing beside the rerun the restarted worker starts. A watcher notices the worker is gone, stops
+    this run's stage processes (no new one starts), marks the flow run Crashed and ends the process."""
     if not os.environ.get("PREFECT__FLOW_RUN_ID") or _WATCHING:
         return
     _WATCHING.append(os.getppid())
@@ -396,11 +397,16 @@ def _watch_worker() -> None:
             time.sleep(2)
         from star.tracking.stages import stop_active_stages
 
-        print(f"star: the worker that started this flow run (PID {parent}) is gone; stopping its stages",
-              file=sys.stderr, flush=True)
-        stop_active_stages()
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(120)  # whatever still holds the process after a grace period, ends with it
+        stopped = stop_active_stages()  # and no new stage starts
+        reason = f"its worker (PID {parent}) died; {len(stopped)} running stage(s) stopped"
+        try:  # the worker held our stdout/stderr pipes: writing may fail now, and must not stop the watcher
+            print(f"star: {reason}", file=sys.stderr, flush=True)
+        except OSError:
+            pass
+        ids = _flow_run_ids()
+        _crash_flow_runs([ids.get("flow_run"), ids.get("root_flow_run"), os.environ.get("PREFECT__FLOW_RUN_ID")],
+                         reason)
+        time.sleep(10)  # the variants record their failed stage in MLflow; the next run closes the rest
         os._exit(70)
 
     threading.Thread(target=watch, args=(_WATCHING[0],), name="star-worker-watch", daemon=True).start()

@@ -36,6 +36,7 @@ _UNCHANGED = "didn't change, skipping"
 # Stage process groups this process runs ({pgid: workspace}), so a cancelled run stops all of them.
 ACTIVE_GROUPS: dict[int, str] = {}
 _ACTIVE_LOCK = threading.Lock()
+STOPPING = threading.Event()  # set when this process's run is being stopped: no new stage starts
 
 
 def stop_active_stages() -> list[str]:
@@ -43,6 +44,7 @@ def stop_active_stages() -> list[str]:
     `repro` calls then fail with the guard's line. Returns the workspaces that had one running."""
     from star.tracking.stage_guard import stop_group
 
+    STOPPING.set()
     with _ACTIVE_LOCK:
         groups = dict(ACTIVE_GROUPS)
     for pgid in groups:
@@ -264,9 +266,11 @@ class Workspace:
     def _guarded(self, cmd: list[str], on_start: Callable[[int], None] | None = None) -> tuple[str, int]:
         # The guard runs as a file, not `-m`: the workspace's PYTHONPATH may hold an older commit.
         guard = [sys.executable, str(Path(__file__).with_name("stage_guard.py")), "--parent", str(os.getpid()), "--"]
-        proc = subprocess.Popen(guard + cmd, cwd=self.path, env=self._env(), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
         with _ACTIVE_LOCK:
+            if STOPPING.is_set():
+                raise StageError(f"not started: {' '.join(cmd[1:])} (this run is being stopped)")
+            proc = subprocess.Popen(guard + cmd, cwd=self.path, env=self._env(), stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, start_new_session=True)
             ACTIVE_GROUPS[proc.pid] = str(self.path)
         try:
             if on_start:
