@@ -15,7 +15,7 @@ from star.tracking.workspace_hold import WorkspaceHold
 GUARD = Path(__file__).resolve().parents[2] / "star" / "tracking" / "stage_guard.py"
 
 
-def _wait(predicate, timeout=20.0):
+def _wait(predicate, timeout=60.0):
     deadline = time.time() + timeout
     while time.time() < deadline:
         if predicate():
@@ -72,7 +72,7 @@ def test_sigterm_to_the_guard_stops_the_whole_group(tmp_path):
     assert _wait(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
     grandchild = int(pidfile.read_text())
     guard.send_signal(signal.SIGTERM)
-    assert guard.wait(timeout=30) == 128 + signal.SIGTERM
+    assert guard.wait(timeout=90) == 128 + signal.SIGTERM
     assert "stopped the stage's process group" in guard.stderr.read()
     assert not _alive(grandchild)
 
@@ -153,10 +153,10 @@ def test_stage_wrapper_closes_its_run_as_killed_on_sigterm(tmp_path):
             return None
         return runs[0] if runs else None
 
-    assert _wait(lambda: stage_run() is not None, timeout=60)
+    assert _wait(lambda: stage_run() is not None, timeout=180)
     time.sleep(1)
     os.killpg(proc.pid, signal.SIGTERM)
-    assert proc.wait(timeout=30) == 143
+    assert proc.wait(timeout=90) == 143
     run = client.get_run(stage_run().info.run_id)
     assert run.info.status == "KILLED"
     assert run.data.tags["star.failed_stage"] == "sft" and "stopped by SIGTERM" in run.data.tags["star.error"]
