@@ -264,8 +264,12 @@ def _pause_point(name: str) -> None:
 def variant_task(profile: str | None, ablation: str, variant: str, overrides: dict | None, stages: list[str] | None,
                  parent_run_id: str, gate: Any = None, commit: str | None = None) -> dict[str, Any]:
     """Runs one variant as a `star` subflow, holding one slot of the ablation's concurrency limit."""
+    from star.tracking.stages import STOPPING
+
     sem = _GATES[gate]
     with sem:
+        if STOPPING.is_set():  # the run is being cancelled: the variants still queued do not start
+            raise VariantFailed(f"{variant}: not started (the run was cancelled)")
         return star(ablation=ablation, variant=variant, profile=profile, overrides=overrides, stages=stages,
                     parent_run_id=parent_run_id, commit=commit)
 
