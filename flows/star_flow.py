@@ -42,8 +42,28 @@ quiet_telemetry()
 
 
 def _runs_dir(cfg) -> Path:
-    runs = Path(cfg["flow"].runs_dir)
+    """flow.runs_dir; $STAR_RUNS_DIR, set on a worker, gives that worker (node) a workspace root of its own."""
+    runs = Path(os.environ.get("STAR_RUNS_DIR") or cfg["flow"].runs_dir)
     return runs if runs.is_absolute() else PROJECT_DIR / runs
+
+
+def _remote(cfg) -> str | None:
+    return os.environ.get("STAR_DVC_REMOTE") or cfg["flow"].dvc_remote
+
+
+def _stage_locks(cfg, ablation_dir: Path) -> Path | None:
+    """With a remote in a folder every worker mounts, the per-stage locks live beside it, so two workers
+    never compute the same stage at once: the second waits, then restores it through the remote."""
+    remote = _remote(cfg)
+    if not remote or "://" in remote:
+        return None  # object storage holds no locks: workers may then compute a shared stage twice
+    return Path(remote) / ".star-locks" / ablation_dir.relative_to(_runs_dir(cfg))
+
+
+# What the report reads of a variant (star.tracking.report.load_variant_dir), logged on its MLflow run so
+# that a parent on another machine can fetch it.
+VARIANT_FILES = ("params.yaml", "metrics/eval/rl/metrics.json", "metrics/eval/rl/trajectories.jsonl",
+                 "metrics/eval/sft/metrics.json", "metrics/eval/base/metrics.json", "models/rl/metrics.jsonl")
 
 
 def _ablation_dir(cfg, profile: str | None, ablation: str | None, overrides: dict | None) -> Path:
@@ -135,8 +155,10 @@ def run_one(profile: str | None, ablation: str | None, variant: str | None, over
                                      "star.door": "prefect", ml.PARAMS_DIGEST: cfg.digest()})
     tracker.log_params(run_id, cfg.values)
     commit = commit or head_commit(PROJECT_DIR)
-    ws = Workspace(_workspace_path(cfg, profile, ablation, variant, overrides), PROJECT_DIR,
-                   env={ml.PARENT_ENV: run_id, "MLFLOW_TRACKING_URI": tracker.uri})
+    path = _workspace_path(cfg, profile, ablation, variant, overrides)
+    ws = Workspace(path, PROJECT_DIR, cache_dir=os.environ.get("STAR_DVC_CACHE") or None,
+                   env={ml.PARENT_ENV: run_id, "MLFLOW_TRACKING_URI": tracker.uri}, remote=_remote(cfg),
+                   stage_lock_dir=_stage_locks(cfg, path.parent))
     status, stage = "FAILED", "workspace"
     hold = WorkspaceHold(ws.lock_dir, ws.path.name, {**_flow_run_ids(), "mlflow_run": run_id,
                                                      "parent_run": parent_run_id, "owner_pid": os.getpid()},
@@ -167,6 +189,9 @@ def run_one(profile: str | None, ablation: str | None, variant: str | None, over
         final = _read_metrics(ws.path / "metrics/eval/rl/metrics.json")
         if final:
             tracker.log_eval_table(run_id, final, name="eval")
+        for rel in VARIANT_FILES:
+            if (ws.path / rel).is_file():
+                tracker.log_artifact(run_id, ws.path / rel, str(Path("variant") / Path(rel).parent))
         status = "FINISHED"
         logger.info(f"{cfg.name}: saved as DVC experiment {exp!r}; stages: {results}")
         return {"variant": cfg.variant, "levels": parse_variant_name(cfg.variant) if cfg.variant else {},
@@ -277,12 +302,67 @@ def variant_task(profile: str | None, ablation: str, variant: str, overrides: di
 _GATES: dict[str, threading.Semaphore] = {}
 
 
+def _variant_deployment(pool: str) -> str:
+    """`star/NAME`: the deployment of this flow tagged `variant` on work pool `pool` (star serve deploys
+    `variant` on local-pool; `prefect deploy --name variant --pool POOL` puts one on another pool)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import WorkPoolFilter, WorkPoolFilterName
+
+    with get_client(sync_client=True) as client:
+        found = client.read_deployments(work_pool_filter=WorkPoolFilter(name=WorkPoolFilterName(any_=[pool])))
+        flows = {d.flow_id: client.read_flow(d.flow_id).name for d in found}
+    names = sorted(d.name for d in found if flows[d.flow_id] == "star" and "variant" in (d.tags or []))
+    if not names:
+        raise ValueError(f"no deployment of flow 'star' tagged 'variant' on work pool {pool!r}; deploy one with "
+                         f"`prefect --no-prompt deploy --name variant --pool {pool}`")
+    return f"star/{names[0]}"
+
+
+@task(name="pool-variant", cache_policy=NO_CACHE, persist_result=True)
+def pool_variant_task(deployment: str, profile: str | None, ablation: str, variant: str, overrides: dict | None,
+                      stages: list[str] | None, parent_run_id: str, gate: Any, commit: str,
+                      fetch_dir: str) -> dict[str, Any]:
+    """Runs one variant as a flow run of `deployment` on its pool and waits for it; what the report needs
+    of it comes back through MLflow (the worker may be another machine)."""
+    from prefect.deployments import run_deployment
+
+    from star.config import parse_variant_name, variant_slug
+    from star.tracking import mlflow_logging as ml
+    from star.tracking.config import TrackingConfig
+    from star.config import resolve
+
+    with _GATES[gate]:
+        run = run_deployment(deployment, parameters={
+            "ablation": ablation, "variant": variant, "profile": profile, "overrides": overrides, "stages": stages,
+            "parent_run_id": parent_run_id, "commit": commit}, timeout=None, as_subflow=True)
+    if not run.state.is_completed():
+        raise VariantFailed(f"{variant}: flow run {run.name} on the pool ended {run.state.name}: "
+                            f"{run.state.message or 'see its log'}")
+    tracker = ml.Tracker(resolve(profile, ablation, variant, overrides)["tracking"])
+    child = tracker.find_runs(f"tags.mlflow.parentRunId = '{parent_run_id}' and tags.`{ml.VARIANT}` = '{variant}' "
+                              "and attributes.status = 'FINISHED'")
+    if not child:
+        raise VariantFailed(f"{variant}: no FINISHED MLflow run under the ablation's parent")
+    run_id = child[-1].info.run_id
+    local = Path(fetch_dir) / variant_slug(variant)
+    if local.exists():
+        import shutil
+
+        shutil.rmtree(local)
+    local.mkdir(parents=True)
+    if any(a.path == "variant" for a in tracker.client.list_artifacts(run_id)):
+        tracker.client.download_artifacts(run_id, "variant", str(local))
+    return {"variant": variant, "levels": parse_variant_name(variant), "run_id": run_id,
+            "workspace": str(local / "variant"), "experiment": child[-1].data.tags.get("star.dvc_experiment"),
+            "worker_flow_run": run.name}
+
+
 class AblationFailed(RuntimeError):
     """Some variants failed; the report still compares the ones that finished."""
 
 
 def run_ablation(ablation: str, profile: str | None, overrides: dict | None, stages: list[str] | None,
-                 concurrency: int | None) -> dict[str, Any]:
+                 concurrency: int | None, pool: str | None = None) -> dict[str, Any]:
     import uuid
 
     from star.config import load_ablation, overrides_label, resolve
@@ -295,7 +375,8 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
     abl = load_ablation(ablation)
     variants = abl.variants()
     base_cfg = resolve(profile, abl, variants[0].name, overrides)
-    limit = concurrency or base_cfg["flow"].concurrency
+    # On a pool the workers (and the pool's own limit) decide how many run at once.
+    limit = concurrency or (len(variants) if pool else base_cfg["flow"].concurrency)
     tracker = ml.Tracker(base_cfg["tracking"])
     commit = head_commit(PROJECT_DIR)  # one commit for all variants, even if another lands meanwhile
     parent = tracker.start_run(run_title(abl.name, profile, overrides), "ablation",
@@ -320,8 +401,15 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
     for stale in orphaned(lock_dir, "run"):
         _clean_up_after(stale, None, tracker, logger)
     try:
-        futures = [variant_task.with_options(task_run_name=f"variant[{v.name}]").submit(
-            profile, ablation, v.name, overrides, stages, parent, gate, commit) for v in variants]
+        if pool:  # each variant its own flow run on the pool: whichever worker takes it runs it
+            deployment = _variant_deployment(pool)
+            logger.info(f"variants go to work pool {pool!r} as flow runs of {deployment}")
+            futures = [pool_variant_task.with_options(task_run_name=f"variant[{v.name}]").submit(
+                deployment, profile, ablation, v.name, overrides, stages, parent, gate, commit,
+                str(_ablation_dir(base_cfg, profile, abl.name, overrides) / "fetched")) for v in variants]
+        else:
+            futures = [variant_task.with_options(task_run_name=f"variant[{v.name}]").submit(
+                profile, ablation, v.name, overrides, stages, parent, gate, commit) for v in variants]
         outcomes, failed = [], {}
         for v, fut in zip(variants, futures):
             try:
@@ -362,18 +450,20 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
 @flow(name="star", log_prints=True, persist_result=True)
 def star(ablation: str | None = None, variant: str | None = None, profile: str | None = DEFAULT_PROFILE,
          overrides: dict[str, Any] | None = None, stages: list[str] | None = None, concurrency: int | None = None,
-         parent_run_id: str | None = None, commit: str | None = None) -> dict[str, Any]:
+         parent_run_id: str | None = None, commit: str | None = None, pool: str | None = None) -> dict[str, Any]:
     """Run one pipeline variant; with an ablation and no variant, run all its variants and the report.
 
     ablation: params/ablations/NAME.yaml or params/grids/NAME.yaml; variant: e.g. "reward=sum";
     profile: params/profiles/NAME.yaml; overrides: {"rl.learning_rate": 1e-6}; stages: run only these
     (and what they need); concurrency: variants at a time (default: params flow.concurrency);
-    commit: the git commit the variant's workspace checks out (default HEAD; the ablation sets one for all)."""
+    commit: the git commit the variant's workspace checks out (default HEAD; the ablation sets one for all);
+    pool: run each variant as a flow run of the `variant` deployment on this work pool (several workers,
+    on several machines; they share stages through flow.dvc_remote), instead of subflows in this run."""
     quiet_telemetry()
     _watch_worker()
     try:
         if ablation and variant is None:
-            return run_ablation(ablation, profile, overrides, stages, concurrency)
+            return run_ablation(ablation, profile, overrides, stages, concurrency, pool)
         return run_one(profile, ablation, variant, overrides, stages, parent_run_id, commit)
     except Exception as exc:
         _last_word(exc)
@@ -425,9 +515,10 @@ if __name__ == "__main__":
     p.add_argument("--profile", default=DEFAULT_PROFILE)
     p.add_argument("--stages", nargs="*")
     p.add_argument("--concurrency", type=int)
+    p.add_argument("--pool", help="fan the variants out over this work pool's workers")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     a = p.parse_args()
     from star.config import parse_set
 
     print(json.dumps(star(ablation=a.ablation, variant=a.variant, profile=a.profile, overrides=parse_set(a.set) or None,
-                          stages=a.stages, concurrency=a.concurrency), indent=1, default=str))
+                          stages=a.stages, concurrency=a.concurrency, pool=a.pool), indent=1, default=str))

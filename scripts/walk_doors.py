@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -36,10 +37,13 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-DOORS = ("repro", "ablation", "ui", "exp", "learn")
+DOORS = ("repro", "ablation", "ui", "pool", "exp", "learn")
 PREFECT_PORT, MLFLOW_PORT = 4200, 5000
 API = f"http://127.0.0.1:{PREFECT_PORT}/api"
 MLFLOW = f"http://127.0.0.1:{MLFLOW_PORT}"
+
+
+_walked: set[str] = set()  # the doors this walk takes (a later door may reuse an earlier one's services)
 
 
 class DoorFailed(AssertionError):
@@ -173,6 +177,80 @@ def door_ui(ablation: str) -> None:
     check(proc.returncode == 0, "ui", f"the MLflow UI renders the parent run with its report ({out})")
 
 
+POOL = "star-nodes"
+TWO_VARIANTS = """description: two rewards (the pool door)
+axis: reward
+levels:
+  sum: {rl.reward: sum}
+  success: {rl.reward: success}
+"""
+
+
+def door_pool() -> None:
+    """Two process workers stand for two nodes: each its own workspace root and DVC cache, one shared DVC
+    remote (a folder). The ablation fans its variants out over them (`--param pool=`); each upstream stage
+    runs on one worker and is restored on the other from what the first pushed."""
+    import tempfile
+
+    from mlflow import MlflowClient
+
+    from star.tracking.mlflow_logging import default_tracking_uri
+
+    env = {"PREFECT_API_URL": API}
+    if "ablation" not in _walked:  # the ablation door started the services already
+        check(sh([str(BIN / "star"), "serve"], timeout=600, env=env).returncode == 0, "pool", "star serve started")
+    root = Path(tempfile.mkdtemp(prefix="star-pool-door-"))
+    (root / "two.yaml").write_text(TWO_VARIANTS)
+    sh([str(BIN / "prefect"), "work-pool", "create", POOL, "--type", "process"], timeout=120, env=env)
+    dep = sh([str(BIN / "prefect"), "--no-prompt", "deploy", "--name", "variant-nodes"], timeout=300, env=env)
+    check(dep.returncode == 0, "pool", f"deployment star/variant-nodes on pool {POOL}"
+          + ("" if dep.returncode == 0 else f": {dep.stdout[-1500:]}{dep.stderr[-1500:]}"))
+    workers = {}
+    for node in ("node-a", "node-b"):
+        node_env = {**os.environ, **env, "STAR_RUNS_DIR": str(root / node / "runs"),
+                    "STAR_DVC_CACHE": str(root / node / "cache"), "STAR_DVC_REMOTE": str(root / "remote"),
+                    "MLFLOW_TRACKING_URI": os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(PROJECT)}
+        workers[node] = subprocess.Popen(
+            [str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--limit", "1", "--name", node],
+            cwd=PROJECT, env=node_env, stdout=open(root / f"{node}.log", "w"), stderr=subprocess.STDOUT,
+            start_new_session=True)
+    try:
+        proc = sh([str(BIN / "prefect"), "deployment", "run", "star/ablation", "--param", f"ablation={root / 'two.yaml'}",
+                   "--param", f"pool={POOL}", "--param", 'stages=["split"]', "--watch", "--watch-timeout", "1500"],
+                  timeout=1800, env=env)
+        m = re.search(r"UUID:\s*([0-9a-f-]{36})", proc.stdout + proc.stderr)
+        check(m is not None, "pool", "the fanned-out ablation was submitted")
+        state = (_prefect_flow_run(m.group(1)).get("state") or {}).get("type")
+        logs = {n: (root / f"{n}.log").read_text(errors="replace") for n in workers}
+        check(state == "COMPLETED", "pool", f"flow run {m.group(1)} is {state}"
+              + ("" if state == "COMPLETED" else "".join(f"\n{n} log tail:\n{t[-2500:]}" for n, t in logs.items())))
+    finally:
+        for w in workers.values():
+            os.killpg(w.pid, signal.SIGINT)  # a Prefect worker stops on SIGINT
+        for w in workers.values():
+            try:
+                w.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(w.pid, signal.SIGKILL)
+    for node, text in logs.items():
+        check("Flow run" in text and "[split]" in text, "pool", f"{node} ran a variant on its own workspace root")
+    for stage in ("sandbox", "synthesize", "validate", "split"):
+        how = {n: set(re.findall(rf"\[{stage}\] (ran|restored)", t)) for n, t in logs.items()}
+        ran = [n for n, h in how.items() if "ran" in h]
+        restored = [n for n, h in how.items() if "restored" in h]
+        check(len(ran) == 1 and len(restored) == 1 and ran != restored, "pool",
+              f"{stage}: computed on {ran}, restored on {restored} from the shared remote")
+    check(any((root / "remote").rglob("*")), "pool", "the shared remote holds the pushed outputs and run-cache")
+    client = MlflowClient(MLFLOW)
+    exp = client.get_experiment_by_name("star")
+    parent = client.search_runs([exp.experiment_id], "tags.`star.kind` = 'ablation' and tags.`star.ablation` = 'two'",
+                                order_by=["attributes.start_time DESC"], max_results=1)[0]
+    children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
+    check(parent.info.status == "FINISHED" and sorted(c.info.status for c in children) == ["FINISHED", "FINISHED"],
+          "pool", f"MLflow: the parent and both variants' runs FINISHED ({[c.info.run_name for c in children]})")
+    shutil.rmtree(root, ignore_errors=True)
+
+
 def door_exp() -> None:
     import yaml
 
@@ -261,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update({"DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
                        "MLFLOW_DISABLE_TELEMETRY": "true", "GX_ANALYTICS_ENABLED": "false"})
     start = time.time()
+    _walked.update(doors)
     try:
         if "repro" in doors:
             door_repro()
@@ -269,8 +348,10 @@ def main(argv: list[str] | None = None) -> int:
                 door_ablation(args.ablation)
             if "ui" in doors:
                 door_ui(args.ablation)
+            if "pool" in doors:
+                door_pool()
         finally:
-            if "ablation" in doors:
+            if {"ablation", "pool"} & set(doors):
                 sh([str(BIN / "star"), "serve", "--stop"], timeout=120)
         if "exp" in doors:
             door_exp()

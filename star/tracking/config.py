@@ -32,6 +32,10 @@ class FlowConfig(BaseModel):
     """Where flow runs keep their stage outputs, content-addressed so variants share upstream work."""
     retries: int = Field(1, ge=0)
     """Retries of a stage that is safe to repeat (its outputs are written atomically)."""
+    dvc_remote: str | None = None
+    """DVC remote all workers share (a folder every node mounts, s3://…): a stage pulls the run-cache from
+    it before running and pushes its outputs and the run-cache after, so a variant on another worker
+    restores what one computed ($STAR_DVC_REMOTE, set on a worker, wins)."""
 
 
 class ReportConfig(BaseModel):

@@ -181,11 +181,15 @@ class Workspace:
     """One variant's git worktree, sharing the project's DVC cache (and so its run-cache)."""
 
     def __init__(self, path: Path, project: Path = PROJECT_DIR, cache_dir: Path | None = None,
-                 lock_dir: Path | None = None, env: dict[str, str] | None = None):
+                 lock_dir: Path | None = None, env: dict[str, str] | None = None, remote: str | None = None,
+                 stage_lock_dir: Path | None = None):
         self.path = Path(path).resolve()
         self.project = Path(project).resolve()
         self.cache_dir = Path(cache_dir).resolve() if cache_dir else project_cache_dir(self.project)
         self.lock_dir = Path(lock_dir or self.path.parent / ".locks").resolve()
+        # Stage locks may be shared by workers on other machines (a folder beside a shared remote).
+        self.stage_lock_dir = Path(stage_lock_dir).resolve() if stage_lock_dir else self.lock_dir
+        self.remote = remote
         self.env = dict(env or {})
         self.hold_record: Path | None = None  # the workspace hold's record, told each stage's process group
 
@@ -207,6 +211,8 @@ class Workspace:
         if venv.is_dir() and not link.exists():
             link.symlink_to(venv, target_is_directory=True)  # dvc.yaml calls .venv/bin/python
         self._dvc("cache", "dir", "--local", str(self.cache_dir))
+        if self.remote:  # what workers share: run-cache and outputs travel through it
+            self._dvc("remote", "add", "--local", "--force", "--default", "star-shared", self.remote)
         write_yaml(self.path / "params.yaml", params)
         return self
 
@@ -231,8 +237,8 @@ class Workspace:
     def _stage_lock(self, stage: str) -> Iterator[None]:
         # One workspace at a time per stage: a second variant with the same inputs then finds the
         # first one's result in DVC's run-cache instead of computing it alongside.
-        self.lock_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.lock_dir / f"{stage.replace('@', '-')}.lock", "w") as fh:
+        self.stage_lock_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.stage_lock_dir / f"{stage.replace('@', '-')}.lock", "w") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 yield
@@ -254,8 +260,13 @@ class Workspace:
             if on_start:
                 on_start(pgid)
 
+        # With a shared remote, DVC first pulls the run-cache (`--pull`), so a stage another worker ran is
+        # restored from there; afterwards this worker pushes the stage's outputs and the run-cache.
+        pull = ["--pull"] if self.remote else []
         with self._stage_lock(stage):
-            out, code = self._guarded([dvc_bin(), "repro", "--single-item", stage], started)
+            out, code = self._guarded([dvc_bin(), "repro", "--single-item", stage, *pull], started)
+            if code == 0 and self.remote:
+                self._dvc("push", "--run-cache", stage)
         if code != 0:
             raise StageError(f"stage {stage} failed: {failure_reason(out)}\n"
                              f"(dvc repro exit status {code}):\n{out[-3000:]}")
