@@ -8,8 +8,12 @@ launcher or torchrun the variables are already set and are left alone.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
+import sys
+from contextlib import contextmanager
+from pathlib import Path
 
 
 # Variables init_distributed put into this process's environment. A child process must not inherit
@@ -51,7 +55,36 @@ def init_distributed() -> None:
     import torch.distributed as dist
 
     if not dist.is_initialized():
-        deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
+        with _comm_op_build_guard(torch.cuda.is_available()):
+            deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
+
+
+@contextmanager
+def _comm_op_build_guard(cuda: bool):
+    """On CPU, DeepSpeed builds (or loads) its comm op through torch's extension loader, which holds a baton
+    file (`lock`) meanwhile; a process killed then leaves it, and every later process waits on it forever
+    (a killed pipeline stage did exactly that). Our own flock, which the kernel drops when its holder dies,
+    is held around it: a baton found under our flock belongs to no living process and is removed."""
+    if cuda:
+        yield
+        return
+    try:
+        from torch.utils.cpp_extension import _get_build_directory
+
+        folder = Path(_get_build_directory("deepspeed_shm_comm", False))
+    except Exception:  # torch moved its private helper: go on as DeepSpeed does
+        yield
+        return
+    with open(folder / ".star-build.flock", "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            baton = folder / "lock"
+            if baton.exists():
+                print(f"deepspeed: removed {baton}, a build lock left by a killed process", file=sys.stderr)
+                baton.unlink(missing_ok=True)
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def ds_config(micro_batch_size: int, grad_accum: int, zero_stage: int, bf16: bool | None,
