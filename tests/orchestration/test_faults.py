@@ -139,11 +139,12 @@ def test_stage_wrapper_closes_its_run_as_killed_on_sigterm(tmp_path):
     params = tmp_path / "params.yaml"
     params.write_text(f"tracking: {{tracking_uri: 'sqlite:///{tmp_path}/mlflow.db', experiment: faults, "
                       f"artifact_root: '{tmp_path}/mlruns'}}\n")
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    client.search_experiments()  # the store exists (migrated) before the wrapper opens it: no two migrations at once
     env = {**os.environ, "STAR_MLFLOW_PARENT_RUN_ID": ""}
     proc = subprocess.Popen([sys.executable, "-m", "star.tracking.stage_run", "sft", "--params", str(params),
                              "--project-dir", str(tmp_path), "--",
                              sys.executable, "-c", "import time; time.sleep(300)"], cwd=tmp_path, env=env, start_new_session=True)
-    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
 
     def stage_run():
         try:
