@@ -200,12 +200,13 @@ class Workspace:
 
         if self.path.exists() and not (self.path / ".git").exists():
             shutil.rmtree(self.path)  # not a worktree (an older layout): start clean
-        git(self.project, "worktree", "prune")
-        if self.path.exists():
-            git(self.path, "checkout", "--quiet", "--detach", "--force", commit)
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            git(self.project, "worktree", "add", "--quiet", "--detach", "--force", str(self.path), commit)
+        with self._project_lock():  # runs side by side share the project's git directory
+            git(self.project, "worktree", "prune")
+            if self.path.exists():
+                git(self.path, "checkout", "--quiet", "--detach", "--force", commit)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                git(self.project, "worktree", "add", "--quiet", "--detach", "--force", str(self.path), commit)
         venv = self.project / ".venv"
         link = self.path / ".venv"
         if venv.is_dir() and not link.exists():
@@ -299,5 +300,17 @@ class Workspace:
 
     def save_experiment(self, name: str, stages: list[str]) -> str:
         """`dvc exp save -n NAME --force STAGES`: the variant (the stages it ran) as a DVC experiment."""
-        self._dvc("exp", "save", "--name", name, "--force", *stages)
+        with self._project_lock():  # experiment refs live in the project's one git directory
+            self._dvc("exp", "save", "--name", name, "--force", *stages)
         return name
+
+    @contextmanager
+    def _project_lock(self) -> Iterator[None]:
+        folder = self.project / ".dvc" / "tmp"
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / "star-git.lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
