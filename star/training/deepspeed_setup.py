@@ -55,19 +55,20 @@ def init_distributed() -> None:
     import torch.distributed as dist
 
     if not dist.is_initialized():
-        with _comm_op_build_guard(torch.cuda.is_available()):
-            deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
+        if not torch.cuda.is_available():
+            with _comm_op_build_guard():  # built (or loaded) here, alone: init_distributed below is collective
+                from deepspeed.comm.torch import build_shm_op
+
+                build_shm_op()
+        deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
 
 
 @contextmanager
-def _comm_op_build_guard(cuda: bool):
+def _comm_op_build_guard():
     """On CPU, DeepSpeed builds (or loads) its comm op through torch's extension loader, which holds a baton
     file (`lock`) meanwhile; a process killed then leaves it, and every later process waits on it forever
     (a killed pipeline stage did exactly that). Our own flock, which the kernel drops when its holder dies,
     is held around it: a baton found under our flock belongs to no living process and is removed."""
-    if cuda:
-        yield
-        return
     try:
         from torch.utils.cpp_extension import _get_build_directory
 
