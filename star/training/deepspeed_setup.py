@@ -12,6 +12,7 @@ import fcntl
 import os
 import socket
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -63,12 +64,16 @@ def init_distributed() -> None:
         deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
 
 
+BATON_STALE_S = 300.0
+
+
 @contextmanager
 def _comm_op_build_guard():
     """On CPU, DeepSpeed builds (or loads) its comm op through torch's extension loader, which holds a baton
     file (`lock`) meanwhile; a process killed then leaves it, and every later process waits on it forever
     (a killed pipeline stage did exactly that). Our own flock, which the kernel drops when its holder dies,
-    is held around it: a baton found under our flock belongs to no living process and is removed."""
+    is held around it: a baton found under our flock that has not changed for 5 minutes is a dead one's and is
+    removed (a stall bounded at 5 minutes instead of forever)."""
     try:
         from torch.utils.cpp_extension import _get_build_directory
 
@@ -80,6 +85,10 @@ def _comm_op_build_guard():
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             baton = folder / "lock"
+            # A process that is not ours (another checkout's code) may hold it for a minute or two while it
+            # builds: only a baton older than BATON_STALE_S is taken for a dead one's and removed.
+            while baton.exists() and time.time() - baton.stat().st_mtime < BATON_STALE_S:
+                time.sleep(1)
             if baton.exists():
                 print(f"deepspeed: removed {baton}, a build lock left by a killed process", file=sys.stderr)
                 baton.unlink(missing_ok=True)

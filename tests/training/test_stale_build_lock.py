@@ -15,7 +15,10 @@ def test_a_build_lock_left_by_a_killed_process_does_not_stall_the_next_trainer()
     folder = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                             check=True).stdout.strip()
     baton = os.path.join(folder, "lock")
-    open(baton, "w").close()  # what a SIGKILLed build leaves
+    open(baton, "w").close()  # what a SIGKILLed build leaves, some minutes ago
+    import time
+
+    os.utime(baton, (time.time() - 600, time.time() - 600))
     init = "from star.training.deepspeed_setup import init_distributed; init_distributed(); print('up')"
     env = {k: v for k, v in env.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
     done = subprocess.run([sys.executable, "-c", init], env=env, capture_output=True, text=True, timeout=900)
