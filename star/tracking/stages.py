@@ -67,6 +67,18 @@ def stop_leftover_stage(pgid: int, workspace: Path) -> bool:
     return False
 
 
+@contextmanager
+def _flocked(path: Path) -> Iterator[None]:
+    """An exclusive flock on `path` for the block (the kernel drops it if this process dies)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 class StageError(RuntimeError):
     """A stage failed, or a workspace cannot be set up; the message's first line names the stage and the cause."""
 
@@ -234,17 +246,10 @@ class Workspace:
             raise StageError(f"`dvc {' '.join(args)}` failed in {self.path}:\n{(proc.stdout + proc.stderr)[-3000:]}")
         return proc
 
-    @contextmanager
-    def _stage_lock(self, stage: str) -> Iterator[None]:
+    def _stage_lock(self, stage: str):
         # One workspace at a time per stage: a second variant with the same inputs then finds the
         # first one's result in DVC's run-cache instead of computing it alongside.
-        self.stage_lock_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.stage_lock_dir / f"{stage.replace('@', '-')}.lock", "w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        return _flocked(self.stage_lock_dir / f"{stage.replace('@', '-')}.lock")
 
     # ------------------------------------------------------------------------------ stages
     def repro(self, stage: str, log: Callable[[str], None] = print,
@@ -304,13 +309,5 @@ class Workspace:
             self._dvc("exp", "save", "--name", name, "--force", *stages)
         return name
 
-    @contextmanager
-    def _project_lock(self) -> Iterator[None]:
-        folder = self.project / ".dvc" / "tmp"
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / "star-git.lock", "w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+    def _project_lock(self):
+        return _flocked(self.project / ".dvc" / "tmp" / "star-git.lock")

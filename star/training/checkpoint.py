@@ -91,10 +91,7 @@ def fingerprint(model_dir: str | Path, inputs, config: dict, skip: set[str]) -> 
     h.update(json.dumps(inputs, sort_keys=True, default=str).encode())
     root = Path(model_dir)
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        h.update(str(path.relative_to(root)).encode())
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 22), b""):
-                h.update(chunk)
+        h.update(f"{path.relative_to(root)}:{file_digest(path)}".encode())
     return h.hexdigest()
 
 
