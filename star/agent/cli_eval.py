@@ -8,27 +8,50 @@ from star.agent.cli_teacher import optional_int
 from star.agent.config import EvalConfig
 
 
+# Flags that set an EvalConfig field; left out, the field comes from --config's `eval` section, else its default.
+FIELD_FLAGS = ("temperature", "top_p", "max_context", "max_new_tokens", "tool_budget", "limit", "samples", "mode",
+               "seed", "backend", "batch")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = EvalConfig()
     parser.add_argument("--model", required=True, help="checkpoint directory, or http(s)://host:port/v1 endpoint")
     parser.add_argument("--queries", required=True, help="query JSONL / official CSV")
     parser.add_argument("--out", required=True, help="output directory (trajectories.jsonl, metrics.json, metrics.md)")
     parser.add_argument("--db", default=None, help="database spec (default $STAR_DB, else generated)")
+    parser.add_argument("--config", default=None,
+                        help="params file whose `eval` section sets every field below (a flag given overrides it)")
     parser.add_argument("--model-name", default=None, help="model name sent to an endpoint")
     parser.add_argument("--tokenizer", default=None, help="tokenizer dir for an endpoint (enables token-id prompts)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY")
-    parser.add_argument("--temperature", type=float, default=d.temperature)
-    parser.add_argument("--top-p", type=float, default=d.top_p)
-    parser.add_argument("--max-context", type=int, default=d.max_context)
-    parser.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
-    parser.add_argument("--tool-budget", type=int, default=d.tool_budget)
-    parser.add_argument("--limit", type=optional_int, default=d.limit, help="first N queries only (none = all)")
-    parser.add_argument("--samples", type=int, default=d.samples, help="episodes per query (rates over all: avg@k)")
-    parser.add_argument("--mode", choices=("official", "strict"), default=d.mode, help="evaluator mode of the report")
-    parser.add_argument("--seed", type=int, default=d.seed)
-    parser.add_argument("--batch", type=int, default=8, help="sequences decoded together")
+    parser.add_argument("--temperature", type=float, default=None, help=f"default {d.temperature}")
+    parser.add_argument("--top-p", type=float, default=None, help=f"default {d.top_p}")
+    parser.add_argument("--max-context", type=int, default=None, help=f"default {d.max_context}")
+    parser.add_argument("--max-new-tokens", type=int, default=None, help=f"default {d.max_new_tokens}")
+    parser.add_argument("--tool-budget", type=int, default=None, help=f"default {d.tool_budget}")
+    parser.add_argument("--limit", default=None, help="first N queries only (none = all)")
+    parser.add_argument("--samples", type=int, default=None, help="episodes per query (rates over all: avg@k)")
+    parser.add_argument("--mode", choices=("official", "strict"), default=None,
+                        help=f"evaluator mode of the report (default {d.mode})")
+    parser.add_argument("--seed", type=int, default=None, help=f"default {d.seed}")
+    parser.add_argument("--backend", choices=("transformers", "vllm", "auto"), default=None,
+                        help=f"generation backend of a local model (default {d.backend}; auto: vLLM where installed)")
+    parser.add_argument("--batch", type=int, default=None, help=f"episodes decoded together (default {d.batch})")
     parser.add_argument("--device", default=None, help="cpu / cuda (default: cuda when available)")
     parser.add_argument("--quiet", action="store_true")
+
+
+def eval_config(args) -> EvalConfig:
+    """--config's `eval` section, then the flags given; the query file names the split."""
+    from pathlib import Path
+
+    from star.training.config import resolve_config
+
+    cfg = resolve_config(EvalConfig, "eval", None, args.config)
+    given = {name: getattr(args, name) for name in FIELD_FLAGS if getattr(args, name) is not None}
+    if "limit" in given:  # `--limit none` (DVC renders a null so) means every query, over the config's limit
+        given["limit"] = optional_int(given["limit"])
+    return EvalConfig(**{**cfg.model_dump(), **given, "split": Path(args.queries).stem})
 
 
 def run(args) -> int:
@@ -38,9 +61,7 @@ def run(args) -> int:
     from star.evaluation.queries import load_queries
     from star.sandbox.database import load_database
 
-    cfg = EvalConfig(temperature=args.temperature, top_p=args.top_p, max_context=args.max_context,
-                     max_new_tokens=args.max_new_tokens, tool_budget=args.tool_budget, limit=args.limit,
-                     samples=args.samples, mode=args.mode, seed=args.seed, split=Path(args.queries).stem)
+    cfg = eval_config(args)
     queries = load_queries(args.queries)
     if cfg.limit is not None:
         queries = queries[: cfg.limit]
@@ -56,7 +77,7 @@ def run(args) -> int:
         name = args.model_name or "default"
         backend = OpenAIBackend(args.model, name, tokenizer=tokenizer, api_key_env=args.api_key_env)
         if tokenizer is not None:
-            trajectories = run_policy(backend, db, queries, cfg, args.batch, progress, agent_name=f"endpoint:{name}")
+            trajectories = run_policy(backend, db, queries, cfg, cfg.batch, progress, agent_name=f"endpoint:{name}")
         else:  # chat-only API: text turns through the same env
             from star.agent.cli_teacher import run_teacher
             from star.agent.llm_teacher import LLMTeacher
@@ -64,7 +85,7 @@ def run(args) -> int:
 
             teacher = LLMTeacher(backend, db, agent_config(cfg), SamplingParams(
                 temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens))
-            trajectories = run_teacher(teacher, queries, cfg.samples, cfg.seed, workers=args.batch,
+            trajectories = run_teacher(teacher, queries, cfg.samples, cfg.seed, workers=cfg.batch,
                                        progress=progress)
     else:
         if not Path(args.model).is_dir():
@@ -75,9 +96,9 @@ def run(args) -> int:
 
         if (args.device or "cpu") == "cpu":
             torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)))
-        backend = load_backend(cfg.backend, args.model, max_batch=args.batch, device=args.device, seed=cfg.seed,
+        backend = load_backend(cfg.backend, args.model, max_batch=cfg.batch, device=args.device, seed=cfg.seed,
                                max_model_len=cfg.max_context + cfg.max_new_tokens, vllm=cfg.vllm)
-        trajectories = run_policy(backend, db, queries, cfg, args.batch, progress, agent_name=args.model)
+        trajectories = run_policy(backend, db, queries, cfg, cfg.batch, progress, agent_name=args.model)
     m = metrics(trajectories, queries, db, cfg.mode)
     out = write_outputs(args.out, trajectories, m, cfg)
     print(metric_table(m))

@@ -310,10 +310,21 @@ def load_directory(root: str | Path) -> Database:
 
 
 def resolve_db_spec(spec: str | os.PathLike | None = None) -> str:
-    """The database to use: an explicit spec, else $STAR_DB, else the generated world."""
+    """The database to use: an explicit spec, else $STAR_DB, else the generated world.
+
+    `env:NAME` is the directory in $NAME (a profile names the real database so without a path of
+    this machine in params/); unset, it is an error rather than a silent fall-back to another world."""
     if spec is None or str(spec) == "":
         spec = os.environ.get("STAR_DB") or "generated"
-    return str(spec)
+    spec = str(spec)
+    if spec.startswith("env:"):
+        name = spec[4:]
+        value = os.environ.get(name, "").strip()
+        if not value:
+            raise DatabaseError(f"database spec {spec!r}: ${name} is not set; point it at a database directory in "
+                                f"the official layout (e.g. export {name}=/path/to/travelplanner/database)")
+        return value
+    return spec
 
 
 _CACHE: dict[str, Database] = {}

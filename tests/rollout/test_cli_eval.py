@@ -76,6 +76,23 @@ def test_eval_agent_runs_several_episodes_per_query(tiny_model_dir, query_file, 
     assert json.loads((out / "metrics.json").read_text())["config"]["samples"] == 3
 
 
+def test_eval_agent_reads_the_eval_section_of_a_params_file_and_flags_override_it(tiny_model_dir, query_file,
+                                                                                   tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text("eval: {temperature: 0.3, max_new_tokens: 16, limit: 2, batch: 3, backend: transformers}\n"
+                      "rl: {learning_rate: 1.0}\n")
+    out = tmp_path / "eval-config"
+    assert main(["eval-agent", "--model", str(tiny_model_dir), "--queries", str(query_file), "--out", str(out),
+                 "--db", "generated:0", "--config", str(params), "--seed", "7", "--quiet"]) == 0
+    cfg = json.loads((out / "metrics.json").read_text())["config"]
+    assert (cfg["temperature"], cfg["max_new_tokens"], cfg["limit"], cfg["batch"], cfg["seed"]) == (0.3, 16, 2, 3, 7)
+    assert len((out / "trajectories.jsonl").read_text().splitlines()) == 2
+    # `--limit none` (a null as DVC renders it) means every query, over the file's limit.
+    assert main(["eval-agent", "--model", str(tiny_model_dir), "--queries", str(query_file), "--out", str(out),
+                 "--db", "generated:0", "--config", str(params), "--limit", "None", "--quiet"]) == 0
+    assert len((out / "trajectories.jsonl").read_text().splitlines()) == 3
+
+
 def test_eval_metrics_carry_the_mean_training_reward_of_the_episodes(generated_db, synthetic_queries):
     from star.agent.eval_agent import metrics
     from star.agent.trajectory import Trajectory

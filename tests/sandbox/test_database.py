@@ -94,6 +94,17 @@ def test_spec_resolution_prefers_the_argument_then_star_db(monkeypatch):
 
 
 @pytest.mark.realdb
+def test_an_env_spec_names_the_directory_in_that_variable(monkeypatch, saved_world):
+    from star.sandbox.database import DatabaseError, resolve_db_spec
+
+    monkeypatch.setenv("MY_TP_DB", str(saved_world))
+    assert resolve_db_spec("env:MY_TP_DB") == str(saved_world)
+    monkeypatch.delenv("MY_TP_DB")
+    # Unset, it is refused by name instead of falling back to the generated world.
+    with pytest.raises(DatabaseError, match=r"\$MY_TP_DB is not set"):
+        resolve_db_spec("env:MY_TP_DB")
+
+
 def test_real_database_keeps_the_official_loader_quirks(real_db):
     # dropna over every column: the 710 listings without house rules (and a few more) are not in the sandbox
     assert len(real_db.accommodations) == 4285
