@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "teacher": ("star.agent.cli_teacher", "run a teacher agent on queries and write scored trajectories"),
     "sft-data": ("star.agent.cli_sft_data", "rejection sampling: keep successful, well-formed trajectories"),
     "eval-agent": ("star.agent.cli_eval", "run a policy on a query set and write the metric table"),
+    "compare": ("star.evaluation.cli_compare", "two evaluations of the same queries, paired: by reward, check, level"),
     "build-model": ("star.training.cli_build_model", "build a local model profile (smoke / cpu) by path"),
     "sft": ("star.training.cli_sft", "supervised fine-tuning with DeepSpeed"),
     "grpo": ("star.training.cli_grpo", "GRPO / DAPO / ARPO training with DeepSpeed"),

@@ -68,6 +68,11 @@ class VLLMBackend(GenerationBackend):
             import torch
 
             os.environ.setdefault("OMP_NUM_THREADS", str(threads or torch.get_num_threads()))
+            # A prompt prefilled in chunks discards the sample of its partial steps and rewinds the request's
+            # seeded generator, which a CPU generator cannot do ("CPU Generator does not use offset": every
+            # episode here is seeded). Whole prefills only; the step's token budget must hold the longest one.
+            kwargs.setdefault("enable_chunked_prefill", False)
+            kwargs.setdefault("max_num_batched_tokens", max(max_model_len, 8192))
         if dtype == "auto":  # without native bf16 a CPU decodes bf16 slower than float32 (bench/rollout.py)
             dtype = "float32" if self.on_cpu else "bfloat16"
         self.dtype = dtype
