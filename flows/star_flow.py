@@ -362,7 +362,7 @@ class AblationFailed(RuntimeError):
 
 
 def run_ablation(ablation: str, profile: str | None, overrides: dict | None, stages: list[str] | None,
-                 concurrency: int | None, pool: str | None = None) -> dict[str, Any]:
+                 concurrency: int | None, pool: str | None = None, levels: list[str] | None = None) -> dict[str, Any]:
     import uuid
 
     from star.config import load_ablation, overrides_label, resolve
@@ -373,19 +373,22 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
 
     logger = get_run_logger()
     abl = load_ablation(ablation)
+    if levels:  # its variants are the whole ablation's (same workspaces); its parent and report are its own
+        abl = abl.only(list(levels))
+    name = "-".join([abl.name, *levels]) if levels else abl.name  # the parent, report and lock folder
     variants = abl.variants()
     base_cfg = resolve(profile, abl, variants[0].name, overrides)
     # On a pool the workers (and the pool's own limit) decide how many run at once.
     limit = concurrency or (len(variants) if pool else base_cfg["flow"].concurrency)
     tracker = ml.Tracker(base_cfg["tracking"])
     commit = head_commit(PROJECT_DIR)  # one commit for all variants, even if another lands meanwhile
-    parent = tracker.start_run(run_title(abl.name, profile, overrides), "ablation",
-                               tags={ml.ABLATION: abl.name, ml.PROFILE: profile or "default",
+    parent = tracker.start_run(run_title(name, profile, overrides), "ablation",
+                               tags={ml.ABLATION: name, ml.PROFILE: profile or "default",
                                      ml.OVERRIDES: overrides_label(overrides), "star.door": "prefect",
                                      "star.variants": ", ".join(v.name for v in variants)})
-    tracker.log_params(parent, {"ablation": abl.name, "profile": profile or "default", "variants": len(variants),
+    tracker.log_params(parent, {"ablation": name, "profile": profile or "default", "variants": len(variants),
                                 "concurrency": limit, "overrides": overrides or {}, "commit": commit})
-    logger.info(f"ablation {abl.name}: {len(variants)} variants, {limit} at a time, commit {commit[:12]}, "
+    logger.info(f"ablation {name}: {len(variants)} variants, {limit} at a time, commit {commit[:12]}, "
                 f"MLflow parent {parent}")
     dirty = uncommitted(PROJECT_DIR)
     if dirty:
@@ -395,7 +398,7 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
     status = "FAILED"
     # This run's own record beside the workspaces: if its process dies, the next run of the ablation
     # closes what it left open (the MLflow parent, the Prefect flow run), even when no workspace was held.
-    lock_dir = _ablation_dir(base_cfg, profile, abl.name, overrides) / ".locks"
+    lock_dir = _ablation_dir(base_cfg, profile, name, overrides) / ".locks"
     run_hold = WorkspaceHold(lock_dir, gate, {**_flow_run_ids(), "parent_run": parent, "owner_pid": os.getpid(),
                                               "stage": "variants"}, kind="run").acquire()
     for stale in orphaned(lock_dir, "run"):
@@ -406,7 +409,7 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
             logger.info(f"variants go to work pool {pool!r} as flow runs of {deployment}")
             futures = [pool_variant_task.with_options(task_run_name=f"variant[{v.name}]").submit(
                 deployment, profile, ablation, v.name, overrides, stages, parent, gate, commit,
-                str(_ablation_dir(base_cfg, profile, abl.name, overrides) / "fetched")) for v in variants]
+                str(_ablation_dir(base_cfg, profile, name, overrides) / "fetched")) for v in variants]
         else:
             futures = [variant_task.with_options(task_run_name=f"variant[{v.name}]").submit(
                 profile, ablation, v.name, overrides, stages, parent, gate, commit) for v in variants]
@@ -417,14 +420,14 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
             except Exception as exc:  # one broken variant must not hide the others' results
                 logger.error(f"variant {v.name} failed: {exc}")
                 failed[v.name] = failure_line(exc)
-        summary: dict[str, Any] = {"ablation": abl.name, "parent_run_id": parent, "variants": outcomes,
+        summary: dict[str, Any] = {"ablation": name, "parent_run_id": parent, "variants": outcomes,
                                    "failed": failed}
         if stages is None or "evaluate" in stages:
             results = [rep.load_variant_dir(o["workspace"], o["variant"]) for o in outcomes]
-            report = rep.build_report(results, abl.name, abl.description, abl.paper_table, base_cfg["report"],
+            report = rep.build_report(results, name, abl.description, abl.paper_table, base_cfg["report"],
                                       eval_set=str(base_cfg["eval"].split), evaluator_mode=str(base_cfg["eval"].mode),
                                       failed=failed, profile=profile or "default", overrides=overrides_label(overrides))
-            out_dir = _ablation_dir(base_cfg, profile, abl.name, overrides) / "report"
+            out_dir = _ablation_dir(base_cfg, profile, name, overrides) / "report"
             run_hold.update(stage="report")
             _pause_point("report")
             with WorkspaceHold(lock_dir, "report", {"parent_run": parent}, log=logger.info, kind="folder"):
@@ -450,7 +453,8 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
 @flow(name="star", log_prints=True, persist_result=True)
 def star(ablation: str | None = None, variant: str | None = None, profile: str | None = DEFAULT_PROFILE,
          overrides: dict[str, Any] | None = None, stages: list[str] | None = None, concurrency: int | None = None,
-         parent_run_id: str | None = None, commit: str | None = None, pool: str | None = None) -> dict[str, Any]:
+         parent_run_id: str | None = None, commit: str | None = None, pool: str | None = None,
+         levels: list[str] | None = None) -> dict[str, Any]:
     """Run one pipeline variant; with an ablation and no variant, run all its variants and the report.
 
     ablation: params/ablations/NAME.yaml or params/grids/NAME.yaml; variant: e.g. "reward=sum";
@@ -458,12 +462,13 @@ def star(ablation: str | None = None, variant: str | None = None, profile: str |
     (and what they need); concurrency: variants at a time (default: params flow.concurrency);
     commit: the git commit the variant's workspace checks out (default HEAD; the ablation sets one for all);
     pool: run each variant as a flow run of the `variant` deployment on this work pool (several workers,
-    on several machines; they share stages through flow.dvc_remote), instead of subflows in this run."""
+    on several machines; they share stages through flow.dvc_remote), instead of subflows in this run;
+    levels: run only these levels of the ablation (e.g. ["sum", "success"]; parent and report named by them)."""
     quiet_telemetry()
     _watch_worker()
     try:
         if ablation and variant is None:
-            return run_ablation(ablation, profile, overrides, stages, concurrency, pool)
+            return run_ablation(ablation, profile, overrides, stages, concurrency, pool, levels)
         return run_one(profile, ablation, variant, overrides, stages, parent_run_id, commit)
     except Exception as exc:
         _last_word(exc)
@@ -516,9 +521,11 @@ if __name__ == "__main__":
     p.add_argument("--stages", nargs="*")
     p.add_argument("--concurrency", type=int)
     p.add_argument("--pool", help="fan the variants out over this work pool's workers")
+    p.add_argument("--levels", nargs="*", help="only these levels of the ablation")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     a = p.parse_args()
     from star.config import parse_set
 
     print(json.dumps(star(ablation=a.ablation, variant=a.variant, profile=a.profile, overrides=parse_set(a.set) or None,
-                          stages=a.stages, concurrency=a.concurrency, pool=a.pool), indent=1, default=str))
+                          stages=a.stages, concurrency=a.concurrency, pool=a.pool, levels=a.levels),
+                     indent=1, default=str))

@@ -20,7 +20,7 @@ import os
 import re
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -278,6 +278,17 @@ class Ablation:
                 overrides.update(self.axes[axis][level])
             out.append(Variant(self.name, levels, overrides))
         return out
+
+    def only(self, levels: list[str]) -> Ablation:
+        """The same ablation over some of its levels (each name a level of one of its axes; an axis none of
+        them names keeps all its levels): its variants are variants of the whole one."""
+        known = {level for axis in self.axes.values() for level in axis}
+        unknown = [level for level in levels if level not in known]
+        if unknown or not levels:
+            raise ConfigError(f"ablation {self.name!r} has no level(s) {unknown or levels!r}; known: {sorted(known)}")
+        axes = {name: ({k: v for k, v in axis.items() if k in levels} if set(axis) & set(levels) else axis)
+                for name, axis in self.axes.items()}
+        return replace(self, axes=axes)
 
     def variant(self, name: str) -> Variant:
         levels = parse_variant_name(name)

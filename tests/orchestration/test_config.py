@@ -221,3 +221,16 @@ def test_a_wrong_type_in_params_yaml_stops_the_stage_with_the_key_named(tmp_path
                                                                "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/m.db"})
     assert proc.returncode == 2
     assert "rl.learning_rate" in proc.stderr and "'abc'" in proc.stderr and "dvc checkout" in proc.stderr
+
+
+def test_an_ablation_over_some_of_its_levels_keeps_their_variants_and_refuses_unknown_ones():
+    from star.config import ConfigError, load_ablation
+
+    whole = load_ablation("reward")
+    part = whole.only(["sum", "success"])
+    assert [v.name for v in part.variants()] == ["reward=sum", "reward=success"]
+    assert {v.name for v in part.variants()} <= {v.name for v in whole.variants()}
+    grid = load_ablation("reward_x_algorithm")
+    assert len(grid.only(["sum"]).variants()) == len(grid.axes["algorithm"])  # the other axis keeps every level
+    with pytest.raises(ConfigError, match="no level.*'sparse'.*known"):
+        whole.only(["sparse"])

@@ -1,0 +1,97 @@
+"""`star compare` pairs two evaluations of the same queries and seeds and says where the difference comes from."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from star.cli import main
+
+
+@pytest.fixture(scope="module")
+def two_evaluations(generated_db, tmp_path_factory):
+    """The built-in teacher on 8 certified queries, 2 seeded episodes each: once with every tool call it
+    needs ('after') and once held to 6 calls with tools failing ('before'), written as eval-agent writes them."""
+    from star.agent.config import AgentConfig, EvalConfig
+    from star.agent.eval_agent import metrics, write_outputs
+    from star.agent.teacher import BuiltinTeacher
+    from star.synthesis.pipeline import synthesize
+
+    root = tmp_path_factory.mktemp("paired")
+    queries = [{**q, "id": f"q{i}"} for i, q in enumerate(synthesize(generated_db, 8, seed=7))]
+    (root / "val.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    settings = {"after": AgentConfig(eval_mode="official"),
+                "before": AgentConfig(eval_mode="official", tool_budget=6, failure_rate=0.3)}
+    tables = {}
+    for name, agent in settings.items():
+        teacher = BuiltinTeacher(generated_db, agent)
+        trajs = [teacher.run(q, q["id"], s, seed=100 * i + s) for i, q in enumerate(queries) for s in range(2)]
+        tables[name] = metrics(trajs, queries, generated_db, "official")
+        write_outputs(root / name, trajs, tables[name], EvalConfig(samples=2))
+    return root, tables
+
+
+def _compare(root, out, before="before", after="after"):
+    return main(["compare", "--before", str(root / before), "--after", str(root / after), "--names", "B", "A",
+                 "--queries", str(root / "val.jsonl"), "--db", "generated:0", "--out", str(out), "--quiet"])
+
+
+def test_the_paired_difference_is_the_difference_of_the_two_tables(two_evaluations, tmp_path):
+    root, tables = two_evaluations
+    assert _compare(root, tmp_path) == 0
+    result = json.loads((tmp_path / "compare.json").read_text())
+    assert result["queries"] == 8 and result["episodes"] == 16 and result["names"] == ["B", "A"]
+    rows = {r["key"]: r for r in result["modes"]["official"]["headline"] + result["modes"]["official"]["rewards"]}
+    for key, table_key in (("success", "success_rate"), ("delivered", "delivery_rate"),
+                           ("cs_macro", "commonsense_macro")):
+        row = rows[f"official/{key}"]
+        assert row["before"] == pytest.approx(tables["before"][table_key])
+        assert row["after"] == pytest.approx(tables["after"][table_key])
+        assert row["diff"] == pytest.approx(row["after"] - row["before"])
+    reward = rows["official/reward_sum"]
+    assert reward["after"] == pytest.approx(tables["after"]["mean_reward"]["sum"])
+    # Six calls cannot find a valid plan: the full teacher is better on the reward it would be trained on.
+    assert reward["diff"] > 0 and reward["z"] > 2 and reward["queries_better"] > reward["queries_worse"]
+
+
+def test_checks_behaviour_and_levels_each_get_a_row(two_evaluations, tmp_path):
+    root, _ = two_evaluations
+    assert _compare(root, tmp_path) == 0
+    result = json.loads((tmp_path / "compare.json").read_text())
+    checks = {r["key"] for r in result["modes"]["strict"]["checks"]}
+    assert "strict/commonsense:is_valid_restaurants" in checks and any(k.startswith("strict/hard:") for k in checks)
+    behaviour = {r["key"]: r for r in result["behaviour"]}
+    # The held teacher stops searching at 6 calls and answers anyway; the full one searches as it needs.
+    assert behaviour["tool_calls"]["before"] <= 6 < behaviour["tool_calls"]["after"]
+    assert behaviour["answer"]["before"] == behaviour["answer"]["after"] == 1.0
+    assert set(result["by_level"]) <= {"easy", "medium", "hard"}
+    assert sum(rows[0]["queries"] for rows in result["by_level"].values()) == 8
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["official.reward_sum.diff"] == pytest.approx(
+        next(r["diff"] for r in result["modes"]["official"]["headline"] if r["key"] == "official/reward_sum"))
+    md = (tmp_path / "compare.md").read_text()
+    assert "## strict evaluator" in md and "| format error |" in md
+    assert (tmp_path / "compare.png").stat().st_size > 10_000
+
+
+def test_episodes_run_with_other_seeds_are_refused(two_evaluations, tmp_path):
+    root, _ = two_evaluations
+    other = tmp_path / "reseeded"
+    other.mkdir()
+    lines = (root / "after" / "trajectories.jsonl").read_text().splitlines()
+    (other / "trajectories.jsonl").write_text("".join(json.dumps({**json.loads(x), "seed": 1}) + "\n" for x in lines))
+    with pytest.raises(SystemExit, match="different seeds"):
+        main(["compare", "--before", str(root / "before"), "--after", str(other), "--queries", str(root / "val.jsonl"),
+              "--db", "generated:0", "--out", str(tmp_path / "o"), "--quiet"])
+
+
+def test_a_missing_evaluation_or_a_broken_line_is_named(two_evaluations, tmp_path):
+    root, _ = two_evaluations
+    with pytest.raises(SystemExit, match="no evaluation at .*nowhere"):
+        _compare(root, tmp_path / "o", before="nowhere")
+    broken = root / "broken"
+    broken.mkdir(exist_ok=True)
+    (broken / "trajectories.jsonl").write_text('{"query_id": "q0"\n')
+    with pytest.raises(SystemExit, match=r"trajectories.jsonl:1: not a JSON line"):
+        _compare(root, tmp_path / "o", after="broken")
