@@ -57,7 +57,7 @@ def test_only_grpo_and_its_evaluations_read_rl_parameters():
     assert readers == ["grpo"]
     order = stage_order(PROJECT_DIR)
     downstream = [n for n in order if "grpo" in needed_stages(PROJECT_DIR, [n])]
-    assert downstream == ["grpo", "evaluate@rl", "evaluate_ood"]
+    assert downstream == ["grpo", "evaluate@rl", "compare", "evaluate_ood"]
 
 
 def test_dvc_parses_the_pipeline():
