@@ -84,6 +84,15 @@ def door_repro() -> None:
           f"GRPO ran {len(steps)} steps of scored rollouts (rewards {[round(s['reward_mean'], 3) for s in steps]}, "
           f"format errors {[s.get('finish_format_error') for s in steps]}, "
           f"updates {sum(s.get('optimizer_steps', 0) > 0 for s in steps)})")
+    paired = json.loads((PROJECT / "metrics/compare/compare.json").read_text())
+    import yaml
+
+    limit = (yaml.safe_load((PROJECT / "params.yaml").read_text())["eval"].get("limit") or 10**9)
+    val = min(limit, len((PROJECT / "data/splits/val.jsonl").read_text().splitlines()))
+    row = next(r for r in paired["modes"]["official"]["headline"] if r["key"] == "official/reward_sum")
+    check(paired["queries"] == val and (PROJECT / "metrics/compare/compare.png").is_file(), "repro",
+          f"compare paired the SFT and RL evaluations over {val} validation queries: RL - SFT reward (sum) "
+          f"{row['diff']:+.3f} (s.e. {row['diff_se']:.3f})")
     again = sh([str(BIN / "dvc"), "repro"], timeout=600)
     check(again.returncode == 0 and "Data and pipelines are up to date" in again.stdout, "repro",
           "a second dvc repro is a no-op")

@@ -45,19 +45,13 @@ class Episode:
 
 def read_episodes(path: str | Path) -> list[dict]:
     """An eval-agent output directory (or its trajectories.jsonl) as records; a clear error when missing."""
+    from star.jsonl import read_jsonl
+
     p = Path(path)
     f = p / "trajectories.jsonl" if p.is_dir() else p
     if not f.is_file():
         raise FileNotFoundError(f"no evaluation at {p}: expected an eval-agent output with trajectories.jsonl")
-    out = []
-    for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{f}:{n}: not a JSON line ({e.msg})") from None
-    return out
+    return read_jsonl(f)
 
 
 def episode_values(traj: dict, query: dict, db) -> Episode:
@@ -91,8 +85,8 @@ def _checks_of(episodes: list[Episode], mode: str) -> list[str]:
     return sorted(keys)
 
 
-def compare(before: list[dict], after: list[dict], queries: list[dict], db, names: tuple[str, str] = ("before", "after"),
-            progress: bool = False) -> dict:
+def compare(before: list[dict], after: list[dict], queries: list[dict], db,
+            names: tuple[str, str] = ("before", "after"), progress: bool = False) -> dict:
     """The paired comparison as a JSON-ready dict: `rows` (one per value: before, after, diff, s.e., z, queries
     better / worse), grouped into headline / reward / checks / behaviour per mode, and `by_level`."""
     from tqdm.auto import tqdm
@@ -185,6 +179,8 @@ def plot(result: dict, path: str | Path, mode: str = "official") -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from star.tracking.report import _save_fig
+
     m = result["modes"][mode]
     behaviour = [r for r in result["behaviour"] if r["key"] not in ("tool_calls", "policy_tokens")]
     panels = [("metrics", m["headline"] + m["rewards"][1:]), ("constraints", m["checks"]), ("how episodes end",
@@ -207,8 +203,7 @@ def plot(result: dict, path: str | Path, mode: str = "official") -> Path:
                  f"{h['diff']:+.3f} ± {h['diff_se']:.3f}, z {h['z']:.1f}", fontsize=11)
     fig.tight_layout()
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    _save_fig(fig, out)  # written whole or not at all
     plt.close(fig)
     return out
 
@@ -228,11 +223,13 @@ def flat_metrics(result: dict) -> dict[str, float]:
 
 
 def write(result: dict, out_dir: str | Path) -> dict[str, Path]:
+    from star.jsonl import atomic_write_text
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {"json": out / "compare.json", "md": out / "compare.md", "metrics": out / "metrics.json"}
-    files["json"].write_text(json.dumps(result, indent=1, default=float) + "\n", encoding="utf-8")
-    files["md"].write_text(render_markdown(result) + "\n", encoding="utf-8")
-    files["metrics"].write_text(json.dumps(flat_metrics(result), indent=1) + "\n", encoding="utf-8")
+    atomic_write_text(files["json"], json.dumps(result, indent=1, default=float) + "\n")
+    atomic_write_text(files["md"], render_markdown(result) + "\n")
+    atomic_write_text(files["metrics"], json.dumps(flat_metrics(result), indent=1) + "\n")
     files["png"] = plot(result, out / "compare.png")
     return files

@@ -147,7 +147,7 @@ class GRPOTrainer:
             # One engine per rank (tensor parallel 1), asleep while the trainer updates where the platform can.
             self.backend = VLLMBackend.from_config(str(model_dir), cfg.vllm, self.tokenizer, seed=cfg.seed,
                                                    max_model_len=cfg.max_context + cfg.max_new_tokens,
-                                                   enable_sleep_mode=True)
+                                                   enable_sleep_mode=True, max_batch=cfg.rollout_batch)
         else:
             self.backend = TransformersBackend(load_model(model_dir).to(self.engine.device), self.tokenizer,
                                                max_batch=cfg.rollout_batch)

@@ -93,5 +93,5 @@ def test_a_missing_evaluation_or_a_broken_line_is_named(two_evaluations, tmp_pat
     broken = root / "broken"
     broken.mkdir(exist_ok=True)
     (broken / "trajectories.jsonl").write_text('{"query_id": "q0"\n')
-    with pytest.raises(SystemExit, match=r"trajectories.jsonl:1: not a JSON line"):
+    with pytest.raises(SystemExit, match=r"trajectories.jsonl:1: not valid JSON"):
         _compare(root, tmp_path / "o", after="broken")

@@ -109,6 +109,33 @@ def test_sleep_mode_is_declined_on_cpu_and_the_engine_keeps_generating(engine, p
     assert engine.generate([prompts[2]], SamplingParams(temperature=0.0, max_new_tokens=4))[0].token_ids
 
 
+def test_continuous_batching_admits_sequences_mid_run_and_samples_as_generate_does(engine, prompts):
+    """Seeded sequences handed over while others decode come out token for token as `generate` gives them."""
+    params = [SamplingParams(temperature=1.0, max_new_tokens=4 + 12 * (i % 3), seed=200 + i)
+              for i in range(len(prompts))]
+    alone = engine.generate(prompts, params)
+    waiting, done, joined_beside = list(range(2, len(prompts))), {}, []
+
+    def refill(n):
+        take, waiting[:] = waiting[:min(n, 2)], waiting[min(n, 2):]
+        if take:
+            joined_beside.append(len([i for i in range(len(prompts)) if i not in waiting and i not in done])
+                                 - len(take))
+        return [(i, prompts[i], params[i]) for i in take]
+
+    engine.max_batch = 3
+    try:
+        engine.generate_continuous([(i, prompts[i], params[i]) for i in (0, 1)], refill,
+                                   lambda tag, gen: done.__setitem__(tag, gen))
+    finally:
+        engine.max_batch = None
+    assert sorted(done) == list(range(len(prompts)))
+    assert max(joined_beside) > 0  # sequences joined while others were still decoding
+    for i, a in enumerate(alone):
+        assert done[i].token_ids == a.token_ids and done[i].finish_reason == a.finish_reason, i
+        assert done[i].logprobs == pytest.approx(a.logprobs, abs=1e-4)
+
+
 def test_a_multi_turn_travelplanner_episode_through_the_rollout_engine(engine, reference, generated_db,
                                                                       synthetic_queries):
     """Scripted turns (GuidedBackend: the backend scores forced turns) make the episode call two tools, read

@@ -37,7 +37,8 @@ def load_backend(name: BackendName, model_dir, *, max_batch: int, max_model_len:
     if resolve_backend(name) == "vllm":
         from star.rollout.backends.vllm import VLLMBackend
 
-        return VLLMBackend.from_config(str(model_dir), vllm or VLLMConfig(), max_model_len=max_model_len, seed=seed)
+        return VLLMBackend.from_config(str(model_dir), vllm or VLLMConfig(), max_model_len=max_model_len, seed=seed,
+                                       max_batch=max_batch)
     from star.rollout.backends.transformers import TransformersBackend
 
     return TransformersBackend.from_pretrained(str(model_dir), device=device, max_batch=max_batch)

@@ -25,10 +25,11 @@ vLLM is imported when the backend is built, never at module import, so the rest 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from star.rollout.base import Generation, GenerationBackend, SamplingParams, per_prompt
 
@@ -40,7 +41,7 @@ class VLLMBackend(GenerationBackend):
     def __init__(self, model: str, tokenizer=None, gpu_memory_utilization: float = 0.5, max_model_len: int = 32768,
                  dtype: str = "auto", tensor_parallel_size: int = 1, seed: int = 0, enable_sleep_mode: bool = False,
                  enable_prefix_caching: bool = True, enforce_eager: bool | None = None, cpu_kv_cache_gib: float = 4.0,
-                 threads: int | None = None, **engine_kwargs):
+                 threads: int | None = None, max_batch: int | None = None, **engine_kwargs):
         # In-process engine core: reload_weights' iterator runs here (no cloudpickle, no tensor copies).
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         try:
@@ -50,6 +51,8 @@ class VLLMBackend(GenerationBackend):
             raise ImportError("VLLMBackend needs vLLM: on a CPU machine `STAR_VLLM=1 bash scripts/setup.sh`; on a GPU "
                               "worker `uv pip install -e '.[gpu]' --override requirements/gpu-overrides.txt`") from exc
         self._vllm = vllm
+        self.max_batch = max_batch  # sequences generate_continuous keeps running (None: as many as it is handed)
+        self._request_ids = itertools.count()  # generate_continuous's ids, unique over the engine's life
         self.on_cpu = current_platform.is_cpu()
         kwargs = dict(engine_kwargs)
         if _launched_world() > 1 and tensor_parallel_size == 1:
@@ -93,18 +96,18 @@ class VLLMBackend(GenerationBackend):
 
     @classmethod
     def from_config(cls, model: str, cfg, tokenizer=None, *, max_model_len: int, seed: int = 0,
-                    enable_sleep_mode: bool = False) -> "VLLMBackend":
+                    enable_sleep_mode: bool = False, max_batch: int | None = None) -> "VLLMBackend":
         """An engine from a `star.rollout.config.VLLMConfig` (params' `vllm:` keys)."""
         return cls(model, tokenizer, gpu_memory_utilization=cfg.gpu_memory_utilization, max_model_len=max_model_len,
                    dtype=cfg.dtype, seed=seed, enable_sleep_mode=enable_sleep_mode,
                    enable_prefix_caching=cfg.enable_prefix_caching, enforce_eager=cfg.enforce_eager,
-                   cpu_kv_cache_gib=cfg.cpu_kv_cache_gib)
+                   cpu_kv_cache_gib=cfg.cpu_kv_cache_gib, max_batch=max_batch)
 
-    def _sampling(self, p: SamplingParams):
+    def _sampling(self, p: SamplingParams, **extra):
         return self._vllm.SamplingParams(
             temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_new_tokens, seed=p.seed,
             stop=list(p.stop) or None, stop_token_ids=self._stop_ids or None, include_stop_str_in_output=True,
-            logprobs=0, skip_special_tokens=False, detokenize=True)
+            logprobs=0, skip_special_tokens=False, detokenize=True, **extra)
 
     def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams | Sequence[SamplingParams],
                  forced: Sequence[Sequence[int] | None] | None = None) -> list[Generation]:
@@ -139,6 +142,59 @@ class VLLMBackend(GenerationBackend):
                 lps = [float(entry[t].logprob) for t, entry in zip(ids, tail)]
                 out[i] = Generation(ids, lps, reason, text=self.tokenizer.decode(ids, skip_special_tokens=False))
         return out  # type: ignore[return-value]
+
+    def generate_continuous(self, requests: Sequence[tuple], refill: Callable[[int], Sequence[tuple]],
+                            on_done: Callable[[object, Generation], None], admit_every: int = 8) -> None:
+        """Continuous batching through vLLM's own scheduler: `requests` ((tag, prompt ids, SamplingParams[,
+        forced ids]) each) go into the engine, and while they run, those `refill(free slots)` hands over, at
+        most `max_batch` live at a time; `on_done(tag, generation)` as each one ends. Returns when the engine is
+        empty and `refill` has nothing. Why: `generate` returns when its longest turn ends, so a batch of short
+        tool-call turns waited on one long plan-writing turn at batch size 1 (seeded sampling makes each
+        sequence's tokens independent of what runs beside it). `admit_every` is the transformers backend's
+        knob (a prefill pass per admission); vLLM admits at every step."""
+        from vllm.inputs import TokensPrompt
+        from vllm.sampling_params import RequestOutputKind
+
+        if self.asleep:
+            self.wake_up()
+        engine = self.llm.llm_engine
+        final = RequestOutputKind.FINAL_ONLY  # one output per request, when it ends (not one a step)
+        limit = max(self.max_batch or 0, len(requests), 1)
+        live: dict[str, tuple] = {}  # request id -> (tag, prompt length, params, forced cut or None)
+        ids = self._request_ids
+
+        def add(reqs: Sequence[tuple]) -> None:
+            for r in reqs:
+                tag, prompt, params = r[0], list(r[1]), r[2]
+                forced = r[3] if len(r) > 3 else None
+                rid = f"c{next(ids)}"
+                if forced is None:
+                    engine.add_request(rid, TokensPrompt(prompt_token_ids=prompt),
+                                       self._sampling(params, output_kind=final))
+                    live[rid] = (tag, len(prompt), params, None)
+                else:  # a replayed turn: scored in one prefill pass, as in `generate`
+                    cut = self._cut(list(forced), params)
+                    engine.add_request(rid, TokensPrompt(prompt_token_ids=prompt + cut[0]),
+                                       self._vllm.SamplingParams(max_tokens=1, prompt_logprobs=0, detokenize=False,
+                                                                 output_kind=final))
+                    live[rid] = (tag, len(prompt), params, cut)
+
+        add(requests)
+        while live:
+            for o in engine.step():
+                if not o.finished or o.request_id not in live:
+                    continue
+                tag, n_prompt, _, cut = live.pop(o.request_id)
+                if cut is None:
+                    gen = _generation(o.outputs[0])
+                else:
+                    tail = o.prompt_logprobs[n_prompt:]
+                    gen = Generation(cut[0], [float(e[t].logprob) for t, e in zip(cut[0], tail)], cut[1],
+                                     text=self.tokenizer.decode(cut[0], skip_special_tokens=False))
+                on_done(tag, gen)
+            free = limit - len(live)
+            if free > 0:
+                add(refill(free))
 
     def _cut(self, ids: list[int], p: SamplingParams) -> tuple[list[int], str]:
         """A forced continuation as sampling would have ended it: (ids, finish reason)."""
