@@ -70,6 +70,8 @@ def jsonl(path: Path) -> list[dict]:
 
 
 def door_repro() -> None:
+    import yaml
+
     proc = sh([str(BIN / "dvc"), "repro"], timeout=3600)
     check(proc.returncode == 0, "repro", "dvc repro finished" + ("" if proc.returncode == 0 else
                                                                  f":\n{(proc.stdout + proc.stderr)[-3000:]}"))
@@ -85,8 +87,6 @@ def door_repro() -> None:
           f"format errors {[s.get('finish_format_error') for s in steps]}, "
           f"updates {sum(s.get('optimizer_steps', 0) > 0 for s in steps)})")
     paired = json.loads((PROJECT / "metrics/compare/compare.json").read_text())
-    import yaml
-
     limit = (yaml.safe_load((PROJECT / "params.yaml").read_text())["eval"].get("limit") or 10**9)
     val = min(limit, len((PROJECT / "data/splits/val.jsonl").read_text().splitlines()))
     row = next(r for r in paired["modes"]["official"]["headline"] if r["key"] == "official/reward_sum")

@@ -79,10 +79,9 @@ def episode_values(traj: dict, query: dict, db) -> Episode:
                    str(traj.get("level") or query.get("level") or "?"), values)
 
 
-def _checks_of(episodes: list[Episode], mode: str) -> list[str]:
+def _checks_of(episodes: list[Episode], mode: str) -> set[str]:
     """The check keys any delivered plan was judged on (a check an episode lacks counts as not passed)."""
-    keys = {k for e in episodes for k in e.values if k.startswith(f"{mode}/") and ":" in k}
-    return sorted(keys)
+    return {k for e in episodes for k in e.values if k.startswith(f"{mode}/") and ":" in k}
 
 
 def compare(before: list[dict], after: list[dict], queries: list[dict], db,
@@ -112,7 +111,7 @@ def compare(before: list[dict], after: list[dict], queries: list[dict], db,
     out: dict = {"names": list(names), "queries": len({e.query for e in eps["before"]}),
                  "episodes": len(eps["before"]), "modes": {}}
     for mode in MODES:
-        checks = sorted(set(_checks_of(eps["before"], mode)) | set(_checks_of(eps["after"], mode)))
+        checks = sorted(_checks_of(eps["before"], mode) | _checks_of(eps["after"], mode))
         out["modes"][mode] = {
             "headline": [row(f"{mode}/{k}") for k in HEADLINE],
             "rewards": [row(f"{mode}/reward_{n}") for n in REWARDS],

@@ -135,13 +135,21 @@ class VLLMBackend(GenerationBackend):
             cuts = [self._cut(list(forced[i]), plist[i]) for i in scored]
             outputs = self.llm.generate(
                 [TokensPrompt(prompt_token_ids=list(prompts[i]) + ids) for i, (ids, _) in zip(scored, cuts)],
-                sampling_params=[self._vllm.SamplingParams(max_tokens=1, prompt_logprobs=0, detokenize=False)] * len(scored),
-                use_tqdm=False)
-            for i, (ids, reason), o in zip(scored, cuts, outputs):
-                tail = o.prompt_logprobs[len(prompts[i]):]
-                lps = [float(entry[t].logprob) for t, entry in zip(ids, tail)]
-                out[i] = Generation(ids, lps, reason, text=self.tokenizer.decode(ids, skip_special_tokens=False))
+                sampling_params=[self._scoring()] * len(scored), use_tqdm=False)
+            for i, cut, o in zip(scored, cuts, outputs):
+                out[i] = self._scored(cut, len(prompts[i]), o)
         return out  # type: ignore[return-value]
+
+    def _scoring(self, **extra):
+        """Sampling params that score a forced turn in one prefill pass (its prompt log-probs)."""
+        return self._vllm.SamplingParams(max_tokens=1, prompt_logprobs=0, detokenize=False, **extra)
+
+    def _scored(self, cut: tuple[list[int], str], n_prompt: int, output) -> Generation:
+        """A forced turn `cut` ((ids, reason), `_cut`'s) as a Generation, from its scoring pass's output."""
+        ids, reason = cut
+        tail = output.prompt_logprobs[n_prompt:]
+        return Generation(ids, [float(entry[t].logprob) for t, entry in zip(ids, tail)], reason,
+                          text=self.tokenizer.decode(ids, skip_special_tokens=False))
 
     def generate_continuous(self, requests: Sequence[tuple], refill: Callable[[int], Sequence[tuple]],
                             on_done: Callable[[object, Generation], None], admit_every: int = 8) -> None:
@@ -160,7 +168,7 @@ class VLLMBackend(GenerationBackend):
         engine = self.llm.llm_engine
         final = RequestOutputKind.FINAL_ONLY  # one output per request, when it ends (not one a step)
         limit = max(self.max_batch or 0, len(requests), 1)
-        live: dict[str, tuple] = {}  # request id -> (tag, prompt length, params, forced cut or None)
+        live: dict[str, tuple] = {}  # request id -> (tag, prompt length, forced cut or None)
         ids = self._request_ids
 
         def add(reqs: Sequence[tuple]) -> None:
@@ -171,27 +179,20 @@ class VLLMBackend(GenerationBackend):
                 if forced is None:
                     engine.add_request(rid, TokensPrompt(prompt_token_ids=prompt),
                                        self._sampling(params, output_kind=final))
-                    live[rid] = (tag, len(prompt), params, None)
+                    live[rid] = (tag, len(prompt), None)
                 else:  # a replayed turn: scored in one prefill pass, as in `generate`
                     cut = self._cut(list(forced), params)
                     engine.add_request(rid, TokensPrompt(prompt_token_ids=prompt + cut[0]),
-                                       self._vllm.SamplingParams(max_tokens=1, prompt_logprobs=0, detokenize=False,
-                                                                 output_kind=final))
-                    live[rid] = (tag, len(prompt), params, cut)
+                                       self._scoring(output_kind=final))
+                    live[rid] = (tag, len(prompt), cut)
 
         add(requests)
         while live:
             for o in engine.step():
                 if not o.finished or o.request_id not in live:
                     continue
-                tag, n_prompt, _, cut = live.pop(o.request_id)
-                if cut is None:
-                    gen = _generation(o.outputs[0])
-                else:
-                    tail = o.prompt_logprobs[n_prompt:]
-                    gen = Generation(cut[0], [float(e[t].logprob) for t, e in zip(cut[0], tail)], cut[1],
-                                     text=self.tokenizer.decode(cut[0], skip_special_tokens=False))
-                on_done(tag, gen)
+                tag, n_prompt, cut = live.pop(o.request_id)
+                on_done(tag, _generation(o.outputs[0]) if cut is None else self._scored(cut, n_prompt, o))
             free = limit - len(live)
             if free > 0:
                 add(refill(free))
