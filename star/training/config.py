@@ -81,6 +81,9 @@ class SFTConfig(_Config):
     """bfloat16 mixed precision with fp32 master weights; None: on with CUDA, off on CPU (slower there)."""
     gradient_clipping: float = 1.0
     """Global gradient-norm clip."""
+    train_top_layers: int | None = Field(None, ge=1)
+    """Update only the top N transformer blocks and the final norm; lower blocks and the embeddings stay frozen
+    and run without a graph, so backward stops at block N from the top (None: every parameter)."""
     seed: int = 0
     """Seed of data order and dropout."""
     max_steps: int | None = None
@@ -194,6 +197,9 @@ class GRPOConfig(_Config):
     """bfloat16 mixed precision with fp32 master weights; None: on with CUDA, off on CPU (slower there)."""
     gradient_clipping: float = 1.0
     """Global gradient-norm clip."""
+    train_top_layers: int | None = Field(None, ge=1)
+    """Update only the top N transformer blocks and the final norm; lower blocks and the embeddings stay frozen
+    and run without a graph, so backward stops at block N from the top (None: every parameter)."""
     seed: int = 0
     """Seed of query order, sampling and failure injection."""
     torch_threads: int | None = None

@@ -105,7 +105,7 @@ class GRPOTrainer:
         from star.training import deepspeed_setup as dss
         from star.training import distributed as D
         from star.training.metrics import MetricsLogger
-        from star.training.models import load_model, load_tokenizer
+        from star.training.models import load_model, load_tokenizer, trainable_parameters
 
         self.cfg = cfg = cfg or GRPOConfig()
         if cfg.torch_threads:
@@ -133,7 +133,8 @@ class GRPOTrainer:
         # Most micro-batches one optimiser step can see; fewer (DAPO drops) are padded with zero-loss steps.
         per_mini = math.ceil(math.ceil(cfg.batch_queries / self.world) * cfg.num_generations / cfg.mini_batches)
         self.gas = math.ceil(per_mini / cfg.micro_batch_size)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+        optimizer = torch.optim.AdamW(trainable_parameters(model, cfg.train_top_layers), lr=cfg.learning_rate,
+                                      weight_decay=cfg.weight_decay)
         self.scheduler = dss.linear_schedule(optimizer, self.total_steps * cfg.num_iterations * cfg.mini_batches,
                                              cfg.warmup_ratio, decay=cfg.lr_decay)
         self.engine = dss.initialize(model, optimizer, self.scheduler, dss.ds_config(

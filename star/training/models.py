@@ -182,6 +182,29 @@ def load_model(path: str | os.PathLike, dtype=None):
     return AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype or torch.float32)
 
 
+def trainable_parameters(model, top_layers: int | None) -> list:
+    """The parameters an update touches: all of them, or (`top_layers`) the top blocks and the final norm.
+
+    Freezing the bottom of the stack cuts the update's cost where it is compute-bound (long episodes on CPU):
+    activations below the first trainable block need no graph and no backward. Tied embeddings (the LM head)
+    stay frozen with the input embeddings.
+    """
+    if top_layers is None:
+        return [p for p in model.parameters() if p.requires_grad]
+    base = getattr(model, model.base_model_prefix, None)
+    layers, norm = getattr(base, "layers", None), getattr(base, "norm", None)
+    if layers is None:
+        raise ValueError(f"train_top_layers: {type(model).__name__} has no `{model.base_model_prefix}.layers` "
+                         "block list to freeze below")
+    if top_layers > len(layers):
+        raise ValueError(f"train_top_layers={top_layers} but the model has {len(layers)} blocks")
+    model.requires_grad_(False)
+    keep = list(layers[len(layers) - top_layers:]) + ([norm] if norm is not None else [])
+    for module in keep:
+        module.requires_grad_(True)
+    return [p for p in model.parameters() if p.requires_grad]
+
+
 def _require_dir(path) -> None:
     p = Path(path)
     if not (p / "config.json").is_file():

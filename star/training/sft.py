@@ -58,7 +58,7 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
     from star.training import deepspeed_setup as dss
     from star.training import distributed as D
     from star.training.metrics import MetricsLogger
-    from star.training.models import load_model, load_tokenizer, read_profile
+    from star.training.models import load_model, load_tokenizer, read_profile, trainable_parameters
 
     cfg = cfg or SFTConfig()
     if cfg.torch_threads:
@@ -96,7 +96,8 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
         total_steps = min(total_steps, cfg.max_steps)
     eval_before = mean_loss(model, held_out, cfg.micro_batch_size, pad_id) if held_out else None
 
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    optimizer = torch.optim.AdamW(trainable_parameters(model, cfg.train_top_layers), lr=cfg.learning_rate,
+                                  weight_decay=cfg.weight_decay)
     scheduler = dss.linear_schedule(optimizer, total_steps, cfg.warmup_ratio)
     engine = dss.initialize(model, optimizer, scheduler,
                             dss.ds_config(cfg.micro_batch_size, gas, cfg.zero_stage, cfg.bf16, cfg.gradient_clipping))
