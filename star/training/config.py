@@ -82,8 +82,7 @@ class SFTConfig(_Config):
     gradient_clipping: float = 1.0
     """Global gradient-norm clip."""
     train_top_layers: int | None = Field(None, ge=1)
-    """Update only the top N transformer blocks and the final norm; lower blocks and the embeddings stay frozen
-    and run without a graph, so backward stops at block N from the top (None: every parameter)."""
+    """Update only the top N blocks and the final norm; the frozen rest runs without a graph (None: all)."""
     seed: int = 0
     """Seed of data order and dropout."""
     max_steps: int | None = None
@@ -198,8 +197,7 @@ class GRPOConfig(_Config):
     gradient_clipping: float = 1.0
     """Global gradient-norm clip."""
     train_top_layers: int | None = Field(None, ge=1)
-    """Update only the top N transformer blocks and the final norm; lower blocks and the embeddings stay frozen
-    and run without a graph, so backward stops at block N from the top (None: every parameter)."""
+    """Update only the top N blocks and the final norm; the frozen rest runs without a graph (None: all)."""
     seed: int = 0
     """Seed of query order, sampling and failure injection."""
     torch_threads: int | None = None
