@@ -38,6 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"generation backend of a local model (default {d.backend}; auto: vLLM where installed)")
     parser.add_argument("--batch", type=int, default=None, help=f"episodes decoded together (default {d.batch})")
     parser.add_argument("--device", default=None, help="cpu / cuda (default: cuda when available)")
+    parser.add_argument("--checkpoints", default=None,
+                        help="journal folder: each finished episode is appended there (outside --out, it survives "
+                             "DVC removing the outputs); removed once the outputs are written")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the episodes a cut-off run of the same model, queries and settings journaled")
     parser.add_argument("--quiet", action="store_true")
 
 
@@ -67,6 +72,14 @@ def run(args) -> int:
         queries = queries[: cfg.limit]
     db = load_database(args.db)
     progress = not args.quiet
+    journal = None
+    if args.checkpoints:
+        from star.agent.eval_agent import journal_key
+        from star.rollout.journal import EpisodeJournal
+
+        journal = EpisodeJournal(args.checkpoints, journal_key(args.model, queries, args.db, cfg))
+        if not args.resume and journal.path.is_file():
+            journal.path.unlink()  # without --resume a run starts over
     if args.model.startswith(("http://", "https://")):
         from star.rollout.backends.openai_http import OpenAIBackend
 
@@ -77,8 +90,12 @@ def run(args) -> int:
         name = args.model_name or "default"
         backend = OpenAIBackend(args.model, name, tokenizer=tokenizer, api_key_env=args.api_key_env)
         if tokenizer is not None:
-            trajectories = run_policy(backend, db, queries, cfg, cfg.batch, progress, agent_name=f"endpoint:{name}")
+            trajectories = run_policy(backend, db, queries, cfg, cfg.batch, progress, agent_name=f"endpoint:{name}",
+                                      journal=journal)
         else:  # chat-only API: text turns through the same env
+            if journal is not None:
+                raise SystemExit("star eval-agent: --checkpoints needs a local model or --tokenizer (token-id "
+                                 "episodes); a chat-only endpoint runs without a journal")
             from star.agent.cli_teacher import run_teacher
             from star.agent.llm_teacher import LLMTeacher
             from star.rollout.base import SamplingParams
@@ -98,9 +115,12 @@ def run(args) -> int:
             torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)))
         backend = load_backend(cfg.backend, args.model, max_batch=cfg.batch, device=args.device, seed=cfg.seed,
                                max_model_len=cfg.max_context + cfg.max_new_tokens, vllm=cfg.vllm)
-        trajectories = run_policy(backend, db, queries, cfg, cfg.batch, progress, agent_name=args.model)
+        trajectories = run_policy(backend, db, queries, cfg, cfg.batch, progress, agent_name=args.model,
+                                  journal=journal)
     m = metrics(trajectories, queries, db, cfg.mode)
     out = write_outputs(args.out, trajectories, m, cfg)
+    if journal is not None:
+        journal.remove()
     print(metric_table(m))
     print(f"wrote {len(trajectories)} trajectories and metrics to {out}")
     return 0

@@ -26,13 +26,31 @@ def agent_config(cfg: EvalConfig) -> AgentConfig:
 
 
 def run_policy(backend, db: Database, queries: list[dict], cfg: EvalConfig, max_batch: int = 8,
-               progress: bool = True, agent_name: str = "policy") -> list[Trajectory]:
+               progress: bool = True, agent_name: str = "policy", journal=None) -> list[Trajectory]:
+    """`journal` (an EpisodeJournal): episodes it holds are kept, each new one is appended as it ends."""
     from star.rollout.config import RolloutConfig
     from star.rollout.engine import RolloutEngine
 
     rc = RolloutConfig(max_batch=max_batch, max_in_flight=max(2 * max_batch, 1), temperature=cfg.temperature,
                        top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens, seed=cfg.seed, progress=progress)
-    return RolloutEngine(backend, db, agent_config(cfg), rc, agent_name=agent_name).run(queries, cfg.samples)
+    engine = RolloutEngine(backend, db, agent_config(cfg), rc, agent_name=agent_name)
+    if journal is None:
+        return engine.run(queries, cfg.samples)
+    done = journal.load()
+    if done and progress:
+        print(f"resuming: {len(done)} episodes already in {journal.path}")
+    try:
+        return engine.run(queries, cfg.samples, done=done, on_finish=journal.append)
+    finally:
+        journal.close()
+
+
+def journal_key(model: str, queries: list[dict], db_spec: str | None, cfg: EvalConfig) -> str:
+    """What a journal must share with a run to resume it: the model's files (or endpoint), the queries, the
+    database and every eval setting but how many episodes decode together."""
+    from star.training.checkpoint import fingerprint
+
+    return fingerprint(model, {"model": model, "queries": queries, "db": db_spec}, cfg.model_dump(), skip={"batch"})
 
 
 def metrics(trajectories: list[Trajectory], queries: list[dict], db: Database, mode: str) -> dict:

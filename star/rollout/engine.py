@@ -159,15 +159,21 @@ class RolloutEngine:
         self.stepper = EpisodeStepper(backend, db, agent_config, rollout_config, reward_fn, agent_name, env_factory)
         self.backend = backend
 
-    def run(self, queries: Sequence[dict], samples_per_query: int = 1) -> list[Trajectory]:
-        todo = deque(enumerate(episode_list(queries, samples_per_query)))
-        results: list[Trajectory | None] = [None] * len(todo)
+    def run(self, queries: Sequence[dict], samples_per_query: int = 1, done: dict[int, Trajectory] | None = None,
+            on_finish: Callable[[int, Trajectory], None] | None = None) -> list[Trajectory]:
+        """`done`: episodes (by output index) a cut-off run already finished, kept and not run again;
+        `on_finish(index, trajectory)` is called as each new episode ends (an episode journal)."""
+        done = done or {}
+        episodes = episode_list(queries, samples_per_query)
+        results: list[Trajectory | None] = [done.get(i) for i in range(len(episodes))]
+        todo = deque((i, e) for i, e in enumerate(episodes) if i not in done)
         ready: deque[Episode] = deque()
         back: queue.Queue = queue.Queue()  # episodes returning from the tool pool (or raising)
         count = {"in_flight": 0, "executing": 0}
         cfg, st = self.config, self.stepper
         continuous = cfg.continuous and hasattr(self.backend, "generate_continuous")
-        bar = _progress(len(todo), cfg.progress, "rollout")
+        bar = _progress(len(episodes), cfg.progress, "rollout")
+        bar.update(len(episodes) - len(todo))
 
         def execute(ep: Episode, gen: Generation, max_new: int) -> Episode:
             st.execute(ep, gen, max_new)
@@ -207,6 +213,8 @@ class RolloutEngine:
                 p = None if ep.env.done else st.params_for(ep)
                 if p is None:  # finished (answer, stop) -> record it and free the slot
                     results[ep.index] = st.finish(ep)
+                    if on_finish is not None:
+                        on_finish(ep.index, results[ep.index])
                     count["in_flight"] -= 1
                     bar.update(1)
                     continue

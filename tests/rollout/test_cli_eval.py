@@ -106,3 +106,70 @@ def test_eval_metrics_carry_the_mean_training_reward_of_the_episodes(generated_d
     m = metrics([answered, broken], [q], generated_db, "strict")
     assert m["mean_reward"]["sum"] == pytest.approx((0.75 + 0.5) / 2)
     assert m["mean_reward"]["success"] == 0.0
+
+
+def _journal_of(out):
+    return out.parent / "journal" / "episodes.jsonl"
+
+
+def test_eval_agent_journals_each_episode_and_removes_the_journal_once_the_outputs_are_written(
+        tiny_model_dir, query_file, tmp_path):
+    out = tmp_path / "eval"
+    assert main(["eval-agent", "--model", str(tiny_model_dir), "--queries", str(query_file), "--out", str(out),
+                 "--db", "generated:0", "--max-new-tokens", "16", "--checkpoints", str(tmp_path / "journal"),
+                 "--resume", "--quiet"]) == 0
+    _check_outputs(out, 3)
+    assert not _journal_of(out).exists()
+
+
+def test_a_cut_off_evaluation_resumes_from_its_journal_and_runs_only_the_missing_episodes(
+        tiny_model_dir, query_file, tmp_path):
+    import argparse
+
+    from star.agent.cli_eval import add_arguments, eval_config
+    from star.agent.eval_agent import journal_key
+    from star.agent.trajectory import read_trajectories
+    from star.evaluation.queries import load_queries
+    from star.rollout.journal import EpisodeJournal
+
+    args = ["--model", str(tiny_model_dir), "--queries", str(query_file), "--db", "generated:0",
+            "--max-new-tokens", "16", "--quiet"]
+    full = tmp_path / "full"
+    assert main(["eval-agent", *args, "--out", str(full)]) == 0
+    episodes = read_trajectories(full / "trajectories.jsonl")
+
+    # What a run killed after its first two episodes leaves: two records and half of a third.
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    cfg = eval_config(parser.parse_args([*args, "--out", str(tmp_path / "unused")]))
+    journal = EpisodeJournal(tmp_path / "journal", journal_key(str(tiny_model_dir), load_queries(query_file),
+                                                               "generated:0", cfg))
+    for i in (0, 1):
+        episodes[i].agent = "from the journal"
+        journal.append(i, episodes[i])
+    journal.close()
+    with open(journal.path, "a") as fh:
+        fh.write('{"index": 2, "trajectory": {"query_')
+
+    out = tmp_path / "resumed"
+    assert main(["eval-agent", *args, "--out", str(out), "--checkpoints", str(tmp_path / "journal"),
+                 "--resume"]) == 0
+    resumed = read_trajectories(out / "trajectories.jsonl")
+    assert [t.agent for t in resumed[:2]] == ["from the journal"] * 2  # kept, not run again
+    assert resumed[2].agent == str(tiny_model_dir) and resumed[2].token_ids == episodes[2].token_ids
+    assert not journal.path.exists()
+
+
+def test_a_journal_of_other_settings_is_set_aside_not_resumed(tiny_model_dir, query_file, tmp_path):
+    from star.agent.trajectory import Trajectory
+    from star.rollout.journal import EpisodeJournal
+
+    other = EpisodeJournal(tmp_path / "journal", "a-different-run")
+    other.append(0, Trajectory(query_id="x", messages=[], finish_reason="answer", agent="other run"))
+    other.close()
+    out = tmp_path / "eval"
+    assert main(["eval-agent", "--model", str(tiny_model_dir), "--queries", str(query_file), "--out", str(out),
+                 "--db", "generated:0", "--max-new-tokens", "16", "--checkpoints", str(tmp_path / "journal"),
+                 "--resume", "--quiet"]) == 0
+    _check_outputs(out, 3)
+    assert (tmp_path / "journal" / "episodes.stale.jsonl").is_file()
