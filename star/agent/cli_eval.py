@@ -78,8 +78,8 @@ def run(args) -> int:
         from star.rollout.journal import EpisodeJournal
 
         journal = EpisodeJournal(args.checkpoints, journal_key(args.model, queries, args.db, cfg))
-        if not args.resume and journal.path.is_file():
-            journal.path.unlink()  # without --resume a run starts over
+        if not args.resume:
+            journal.remove()  # without --resume a run starts over
     if args.model.startswith(("http://", "https://")):
         from star.rollout.backends.openai_http import OpenAIBackend
 

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from star.agent.trajectory import Trajectory
+from star.jsonl import atomic_write_text
 
 FILE = "episodes.jsonl"
 
@@ -53,12 +54,9 @@ class EpisodeJournal:
                 if lineno < len(lines) - 1:  # only the last line can be half-written by a kill
                     raise ValueError(f"{self.path}:{lineno}: not an episode record; remove the journal to "
                                      "start the run over") from None
-                self._truncate_to(lines[: lineno - 1])
+                atomic_write_text(self.path, "\n".join(lines[: lineno - 1]) + "\n")  # drop the torn line
                 break
         return done
-
-    def _truncate_to(self, lines: list[str]) -> None:
-        self.path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
     def append(self, index: int, trajectory: Trajectory) -> None:
         if self._fh is None:
