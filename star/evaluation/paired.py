@@ -144,11 +144,13 @@ def _fmt(x: float) -> str:
     return f"{x:.3f}"
 
 
-def _table(rows: list[dict], names: list[str]) -> list[str]:
+def _table(rows: list[dict], names: list[str], with_mode: bool = False) -> list[str]:
     lines = [f"| | {names[0]} | {names[1]} | {names[1]} − {names[0]} | s.e. | z | queries better / worse |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {_label(r['key'])} | {_fmt(r['before'])} | {_fmt(r['after'])} | {r['diff']:+.3f} | "
+        # A table mixing both evaluators' rows (by level) names the mode, or its rows read as duplicates.
+        label = f"{_label(r['key'])} ({r['key'].split('/', 1)[0]})" if with_mode else _label(r["key"])
+        lines.append(f"| {label} | {_fmt(r['before'])} | {_fmt(r['after'])} | {r['diff']:+.3f} | "
                      f"{_fmt(r['diff_se'])} | {_fmt(r['z'])} | {r['queries_better']} / {r['queries_worse']} |")
     return lines
 
@@ -167,7 +169,7 @@ def render_markdown(result: dict) -> str:
                   f"### constraints ({mode})", "", *_table(m["checks"], names), ""]
     lines += ["## behaviour", "", *_table(result["behaviour"], names), "", "## by level", ""]
     for lv, rows in result["by_level"].items():
-        lines += [f"### {lv} ({rows[0]['queries']} queries)", "", *_table(rows, names), ""]
+        lines += [f"### {lv} ({rows[0]['queries']} queries)", "", *_table(rows, names, with_mode=True), ""]
     return "\n".join(lines)
 
 
@@ -189,7 +191,8 @@ def plot(result: dict, path: str | Path, mode: str = "official") -> Path:
         labels = [_label(r["key"]) for r in rows]
         diffs = [r["diff"] for r in rows]
         errs = [1.96 * (r["diff_se"] if r["diff_se"] == r["diff_se"] else 0.0) for r in rows]
-        colours = ["tab:green" if d - e > 0 else "tab:red" if d + e < 0 else "tab:gray" for d, e in zip(diffs, errs)]
+        # Coloured by whether the interval excludes 0, not by sign: more format errors is no gain.
+        colours = ["tab:gray" if d - e <= 0 <= d + e else "tab:blue" for d, e in zip(diffs, errs)]
         y = range(len(rows))
         ax.barh(list(y), diffs, xerr=errs, color=colours, alpha=0.8, capsize=2)
         ax.set_yticks(list(y), labels, fontsize=8)
