@@ -61,7 +61,7 @@ def metrics(trajectories: list[Trajectory], queries: list[dict], db: Database, m
     from star.evaluation.audit import audit_scores, score_both
     from star.evaluation.evaluator import MODES, aggregate
     from star.evaluation.lookup import Lookup
-    from star.training.rewards import REWARDS, compute_reward
+    from star.training.rewards import REWARDS, MissingScore, compute_reward
 
     if mode not in MODES:
         raise ValueError(f"unknown evaluator mode {mode!r}; expected one of {MODES}")
@@ -75,8 +75,13 @@ def metrics(trajectories: list[Trajectory], queries: list[dict], db: Database, m
     out["mean_tokens"] = sum(t.n_tokens for t in trajectories) / max(len(trajectories), 1)
     # The training rewards of these episodes (scored in the episodes' own evaluator mode), so a policy's
     # reward on its RL queries can be measured before and after training.
-    out["mean_reward"] = {name: sum(compute_reward(name, t.scores, t.finish_reason) for t in trajectories)
-                          / max(len(trajectories), 1) for name in REWARDS}
+    out["mean_reward"] = {}
+    for name in REWARDS:
+        try:
+            out["mean_reward"][name] = sum(compute_reward(name, t.scores, t.finish_reason)
+                                           for t in trajectories) / max(len(trajectories), 1)
+        except MissingScore:  # episodes journaled by an older evaluator: that reward is left out, not 0
+            continue
     return out
 
 

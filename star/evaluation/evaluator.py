@@ -49,6 +49,10 @@ class PlanScore:
     """Official mode: why the official script would crash on this plan (None = it would not)."""
     cost: float | None = None
     """Total cost when the hard box was computed."""
+    days_covered: int = 0
+    """The query's days the plan fills (a day object with a current city), at most the query's days."""
+    days_asked: int = 1
+    """The query's days."""
 
     @property
     def cs_pass(self) -> int:
@@ -69,6 +73,11 @@ class PlanScore:
             all(ok is not False for ok, _ in self.commonsense.values())
 
     @property
+    def coverage(self) -> float:
+        """Share of the query's days the plan covers: a one-day stub of a 3-day trip covers 1/3."""
+        return self.days_covered / max(self.days_asked, 1)
+
+    @property
     def hard_micro(self) -> float:
         return self.hard_pass / max(self.n_hard, 1)
 
@@ -85,7 +94,8 @@ class PlanScore:
         return {"delivered": self.delivered, "mode": self.mode, "level": self.level,
                 "commonsense": box(self.commonsense), "hard": box(self.hard), "aborted": self.aborted,
                 "cost": self.cost, "cs_micro": self.cs_micro, "cs_macro": self.cs_macro,
-                "hard_micro": self.hard_micro, "hard_macro": self.hard_macro, "success": self.success}
+                "hard_micro": self.hard_micro, "hard_macro": self.hard_macro, "success": self.success,
+                "coverage": self.coverage}
 
 
 def hard_counts(query: dict) -> tuple[int, int]:
@@ -100,6 +110,15 @@ def hard_counts(query: dict) -> tuple[int, int]:
     counted = {"medium": ("house rule", "cuisine", "room type"),
                "hard": ("house rule", "cuisine", "room type", "transportation")}.get(level, ())
     return applicable, 1 + sum(1 for k in counted if lc.get(k) is not None)
+
+
+def days_covered(plan, n: int) -> int:
+    """How many of the first `n` plan days are objects naming a current city (one reading in both modes:
+    it measures the plan's extent for the reward, not a check of the official script)."""
+    if not isinstance(plan, list):
+        return 0
+    return sum(1 for d in plan[:n] if isinstance(d, dict) and isinstance(d.get("current_city"), str)
+               and d["current_city"].strip() not in ("", "-", commonsense.NOT_NEEDED))
 
 
 def _strict_days(plan: list, n: int) -> list[dict]:
@@ -121,9 +140,10 @@ def evaluate_plan(query: dict, plan, db: Database, mode: str = "strict", *, look
     strict = mode == "strict"
     n_hard, n_hard_official = hard_counts(query)
     score = PlanScore(delivered=bool(plan), commonsense=None, hard=None, mode=mode, level=query.get("level"),
-                      n_hard=n_hard, n_hard_official=n_hard_official)
+                      n_hard=n_hard, n_hard_official=n_hard_official, days_asked=int(query["days"]))
     if not plan:
         return score
+    score.days_covered = days_covered(plan, score.days_asked)
     if not isinstance(plan, list):
         if not strict:
             return _aborted(score, f"the plan is a {type(plan).__name__}, not a list of days")

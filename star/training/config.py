@@ -15,7 +15,7 @@ from star.rollout.config import BackendName, VLLMConfig
 
 Profile = Literal["smoke", "cpu", "paper-1.5b", "paper-3b", "paper-7b"]
 Algorithm = Literal["grpo", "dapo", "arpo"]
-RewardName = Literal["sum", "macro", "success", "curriculum"]
+RewardName = Literal["sum", "macro", "success", "coverage", "curriculum"]
 
 
 class _Config(BaseModel):
@@ -101,7 +101,7 @@ class GRPOConfig(_Config):
     algorithm: Algorithm = "grpo"
     """Which rollout/filtering variant: grpo, dapo (dynamic sampling) or arpo (entropy-guided branching)."""
     reward: RewardName = "sum"
-    """Reward from the evaluation scores: sum, macro, success or curriculum."""
+    """Reward from the evaluation scores: sum, macro, success, coverage (sum x days covered) or curriculum."""
     curriculum: list[tuple[int, RewardName]] = [(1, "sum"), (3, "macro"), (5, "success")]
     """Curriculum schedule: (first epoch, reward) pairs, 1-based epochs (paper: sum 1-2, macro 3-4, success 5)."""
     advantage: str = "grpo"

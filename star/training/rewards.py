@@ -1,8 +1,10 @@
 """Rewards from a trajectory's evaluation scores (spec §4), in a registry so the reward is a parameter.
 
 sum = cs_micro + cs_macro + hard_micro + hard_macro + success (dense); macro = cs_macro + hard_macro
-+ success (semi-sparse); success (sparse); curriculum switches among them by epoch. A format
-error earns 0 whatever the plan would have scored.
++ success (semi-sparse); success (sparse); curriculum switches among them by epoch; coverage = sum x the
+share of the query's days the plan covers (not the paper's: sum pays a one-day stub of a 3-day trip about
+what a real plan earns, since the checks of meals and stays it omits pass vacuously). A format error earns
+0 whatever the plan would have scored.
 """
 
 from __future__ import annotations
@@ -10,6 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 RewardFn = Callable[[dict], float]
+
+
+class MissingScore(KeyError):
+    """The scores lack a value this reward needs (written by an older evaluator)."""
+
 REWARDS: dict[str, RewardFn] = {}
 SCHEDULED = ("curriculum",)  # names resolved per epoch, not scored directly
 DEFAULT_CURRICULUM: tuple[tuple[int, str], ...] = ((1, "sum"), (3, "macro"), (5, "success"))
@@ -30,6 +37,16 @@ def _get(scores, key: str) -> float:
 @register("sum")
 def sum_reward(scores) -> float:
     return sum(_get(scores, k) for k in ("cs_micro", "cs_macro", "hard_micro", "hard_macro", "success"))
+
+
+@register("coverage")
+def coverage_reward(scores) -> float:
+    base = sum_reward(scores)
+    has = ("coverage" in scores) if isinstance(scores, dict) else hasattr(scores, "coverage")
+    if base and not has:  # scores written before plans carried their coverage: 0 would read as a real score
+        raise MissingScore("the coverage reward needs the plan's 'coverage' score; these scores predate it "
+                           "(re-score the plans with the current evaluator)")
+    return base * _get(scores, "coverage") if base else 0.0
 
 
 @register("macro")

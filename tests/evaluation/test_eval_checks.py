@@ -6,6 +6,8 @@ mode and in strict mode (None = passes). Quirk cases are where the two modes dis
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from star.evaluation.evaluator import evaluate_plan, plan_cost
@@ -223,6 +225,21 @@ def test_undelivered_plans(generated_db, trip):
     for plan in (None, [], ""):
         score = evaluate_plan(q, plan, generated_db, mode="official")
         assert not score.delivered and score.commonsense is None and score.cs_micro == 0 and not score.success
+
+
+def test_coverage_is_the_share_of_the_querys_days_the_plan_fills(generated_db, trip):
+    q, p = trip(generated_db)
+    n = q["days"]
+    for mode in ("official", "strict"):
+        assert evaluate_plan(q, p, generated_db, mode=mode).coverage == 1.0
+        stub = evaluate_plan(q, p[:1], generated_db, mode=mode)  # a one-day stub of the trip
+        assert stub.coverage == pytest.approx(1 / n) and stub.to_dict()["coverage"] == pytest.approx(1 / n)
+        blank = copy.deepcopy(p)
+        blank[-1]["current_city"] = "-"  # a day without a city is not covered
+        assert evaluate_plan(q, blank, generated_db, mode=mode).coverage == pytest.approx((n - 1) / n)
+        longer = p + [copy.deepcopy(p[-1])]  # days past the query's do not count
+        assert evaluate_plan(q, longer, generated_db, mode=mode).coverage == 1.0
+        assert evaluate_plan(q, None, generated_db, mode=mode).coverage == 0.0
 
 
 def test_cost_counts_people_rooms_and_meals(any_db, trip):

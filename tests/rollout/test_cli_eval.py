@@ -106,6 +106,9 @@ def test_eval_metrics_carry_the_mean_training_reward_of_the_episodes(generated_d
     m = metrics([answered, broken], [q], generated_db, "strict")
     assert m["mean_reward"]["sum"] == pytest.approx((0.75 + 0.5) / 2)
     assert m["mean_reward"]["success"] == 0.0
+    assert "coverage" not in m["mean_reward"]  # these scores carry no coverage: left out, never read as 0
+    covered = Trajectory(qid, [], "answer", scores={**scores, "coverage": 0.5})
+    assert metrics([covered], [q], generated_db, "strict")["mean_reward"]["coverage"] == pytest.approx(0.625)
 
 
 def _journal_of(out):

@@ -1,6 +1,6 @@
 import pytest
 
-from star.training.rewards import REWARDS, compute_reward, curriculum_stage, resolve
+from star.training.rewards import REWARDS, MissingScore, compute_reward, curriculum_stage, resolve
 
 SCORES = {"cs_micro": 0.875, "cs_macro": 0.0, "hard_micro": 0.6, "hard_macro": 0.0, "success": False,
           "delivered": True}
@@ -37,3 +37,28 @@ def test_curriculum_switches_by_epoch():
 def test_unknown_reward_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown reward 'dense'"):
         compute_reward("dense", SCORES, "answer")
+
+
+def test_coverage_scales_sum_by_the_share_of_days_the_plan_covers():
+    assert compute_reward("coverage", {**SCORES, "coverage": 1.0}, "answer") == pytest.approx(1.475)
+    # a one-day stub of a 3-day trip passing half the commonsense checks vacuously
+    stub = {"cs_micro": 0.5, "cs_macro": 0.0, "hard_micro": 0.0, "hard_macro": 0.0, "success": False,
+            "coverage": 1 / 3}
+    assert compute_reward("sum", stub, "answer") == pytest.approx(0.5)
+    assert compute_reward("coverage", stub, "answer") == pytest.approx(0.5 / 3)
+    assert compute_reward("coverage", {**PERFECT, "coverage": 1.0}, "format_error") == 0.0
+
+
+def test_coverage_refuses_scores_that_predate_it_rather_than_reading_zero():
+    with pytest.raises(MissingScore, match="coverage"):
+        compute_reward("coverage", SCORES, "answer")
+    assert compute_reward("coverage", {"cs_micro": 0.0}, "call_budget") == 0.0  # nothing to scale
+
+
+def test_the_config_accepts_exactly_the_registered_rewards():
+    from typing import get_args
+
+    from star.training.config import RewardName
+    from star.training.rewards import SCHEDULED
+
+    assert set(get_args(RewardName)) == set(REWARDS) | set(SCHEDULED)
