@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/mlflow_ui_screenshot.py --out mlflow_ui.png            # starts its own UI
     .venv/bin/python scripts/mlflow_ui_screenshot.py --url http://127.0.0.1:5000 --out ui.png
+    .venv/bin/python scripts/mlflow_ui_screenshot.py --compare PARENT_RUN_ID --out compare.png  # its variants side by side
 
 Without --url it starts `mlflow server` on a free 127.0.0.1 port against the project's store
 (sqlite:///mlflow.db, or $MLFLOW_TRACKING_URI), opens the experiment page of `--experiment`, dumps
@@ -55,10 +56,10 @@ def wait_http(url: str, timeout: float) -> bool:
     return False
 
 
-def chromium(args: list[str], timeout: float) -> subprocess.CompletedProcess:
+def chromium(args: list[str], timeout: float, height: int = 950) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory(prefix="star-chromium-") as profile:
         cmd = [find_chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-               "--no-first-run", "--hide-scrollbars", f"--user-data-dir={profile}", "--window-size=1500,950",
+               "--no-first-run", "--hide-scrollbars", f"--user-data-dir={profile}", f"--window-size=1500,{height}",
                "--virtual-time-budget=20000", *args]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
@@ -69,8 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tracking-uri", default=None, help="store for the UI this script starts")
     p.add_argument("--experiment", default="star", help="experiment whose page is captured")
     p.add_argument("--run", default=None, help="capture this run's page (its report artifacts) instead")
+    p.add_argument("--compare", default=None, metavar="PARENT",
+                   help="capture MLflow's compare-runs page of this ablation parent's child runs instead")
     p.add_argument("--expect", action="append", default=[], help="text the rendered page must contain (repeatable)")
     p.add_argument("--out", default="mlflow_ui.png", help="screenshot path")
+    p.add_argument("--height", type=int, default=950, help="window height in pixels (a long compare page: 2400)")
     p.add_argument("--timeout", type=float, default=150.0)
     args = p.parse_args(argv)
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
@@ -88,6 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     expected = {r.info.run_name for r in runs if r.info.run_name and "mlflow.parentRunId" not in r.data.tags}
     if args.run:
         expected = {client.get_run(args.run).info.run_name}
+    children = []
+    if args.compare:
+        children = client.search_runs([exp.experiment_id], f"tags.`mlflow.parentRunId` = '{args.compare}'",
+                                      order_by=["attributes.start_time ASC"])
+        if not children:
+            print(f"error: run {args.compare} has no child runs to compare", file=sys.stderr)
+            return 1
+        expected = {r.info.run_name for r in children}
 
     server = None
     url = args.url
@@ -101,20 +113,21 @@ def main(argv: list[str] | None = None) -> int:
         if not wait_http(f"{url}/health", args.timeout):
             print(f"error: MLflow UI at {url} did not answer", file=sys.stderr)
             return 1
-        from star.tracking.mlflow_logging import ui_url
+        from star.tracking.mlflow_logging import compare_url, ui_url
 
         # a run alone: its artifacts tab, opened on the comparison report
-        page = ui_url(url, exp.experiment_id, args.run, "/artifacts/report/report.md" if args.run else "")
-        dom = chromium(["--dump-dom", page], args.timeout).stdout
+        page = compare_url(url, exp.experiment_id, [r.info.run_id for r in children]) if children else \
+            ui_url(url, exp.experiment_id, args.run, "/artifacts/report/report.md" if args.run else "")
+        dom = chromium(["--dump-dom", page], args.timeout, args.height).stdout
         shown = sorted(n for n in expected if n in dom)
         missing = [t for t in args.expect if t not in dom]
         if missing:
             print(f"error: the page does not show {missing}", file=sys.stderr)
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        chromium([f"--screenshot={out.resolve()}", page], args.timeout)
+        chromium([f"--screenshot={out.resolve()}", page], args.timeout, args.height)
         ok = out.is_file() and out.read_bytes()[:4] == b"\x89PNG" and (bool(shown) or not expected) and not missing
-        print(f"{page}: {len(shown)}/{len(expected)} {'run' if args.run else 'top-level run'} names rendered; "
+        print(f"{page}: {len(shown)}/{len(expected)} {'run' if args.run or children else 'top-level run'} names rendered; "
               f"screenshot {out}")
         return 0 if ok else 1
     finally:

@@ -68,6 +68,15 @@ def ui_url(base: str, experiment_id: str, run_id: str | None = None, tail: str =
         + tail + "?" + UI_WORKFLOW
 
 
+def compare_url(base: str, experiment_id: str, run_ids: list[str]) -> str:
+    """The MLflow UI's side-by-side page of these runs (params and metrics in columns, one per run)."""
+    import json
+    from urllib.parse import quote
+
+    return (f"{base.rstrip('/')}/#/compare-runs?runs={quote(json.dumps(list(run_ids)))}"
+            f"&experiments={quote(json.dumps([experiment_id]))}&" + UI_WORKFLOW)
+
+
 def tracking_uri(config: TrackingConfig | None = None, project_dir: Path = PROJECT_DIR) -> str:
     """Config value, else $MLFLOW_TRACKING_URI, else the project's sqlite store."""
     if config is not None and config.tracking_uri:
