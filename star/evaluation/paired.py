@@ -20,8 +20,8 @@ from star.evaluation.evaluator import MODES
 
 HEADLINE = ("reward_sum", "delivered", "cs_micro", "cs_macro", "hard_micro", "hard_macro", "success")
 BEHAVIOUR = ("tool_calls", "policy_tokens", "answer", "context_overflow", "call_budget", "format_error")
-REWARDS = ("sum", "macro", "success")
-LABELS = {"reward_sum": "reward (sum)", "reward_macro": "reward (macro)", "reward_success": "reward (success)",
+REWARDS = ("sum", "macro", "success", "coverage")  # registered rewards the comparison reports
+LABELS = {**{f"reward_{name}": f"reward ({name})" for name in REWARDS},
           "delivered": "plan delivered", "cs_micro": "commonsense micro", "cs_macro": "commonsense macro",
           "hard_micro": "hard micro", "hard_macro": "hard macro", "success": "success",
           "tool_calls": "tool calls / episode", "policy_tokens": "policy tokens / episode",

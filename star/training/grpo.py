@@ -70,7 +70,8 @@ def _score(t, key: str) -> float:
 def trajectory_row(t) -> dict:
     """What the step metrics need of one trajectory: small and picklable, gathered from every rank."""
     return {"finish_reason": t.finish_reason, "response_tokens": sum(t.policy_mask), "tokens": len(t.token_ids),
-            "tool_calls": t.tool_calls, **{key: _score(t, key) for key in SCORE_KEYS}}
+            "tool_calls": t.tool_calls, **{key: _score(t, key) for key in SCORE_KEYS},
+            **({"coverage": _score(t, "coverage")} if "coverage" in t.scores else {})}
 
 
 def rollout_metrics(trajectories, rewards) -> dict:
@@ -85,6 +86,8 @@ def rollout_metrics(trajectories, rewards) -> dict:
          "tool_calls": statistics.fmean([r["tool_calls"] for r in rows]) if rows else 0.0}
     for key in SCORE_KEYS:
         m[key if key != "success" else "success_rate"] = sum(r[key] for r in rows) / n
+    if rows and all("coverage" in r for r in rows):  # TravelPlanner plans: the share of the trip's days covered
+        m["coverage"] = sum(r["coverage"] for r in rows) / n
     for reason in ("answer", "format_error", "call_budget", "context_overflow"):
         m[f"finish_{reason}"] = reasons.count(reason) / n
     return m

@@ -71,7 +71,7 @@ def test_checks_behaviour_and_levels_each_get_a_row(two_evaluations, tmp_path):
     assert metrics["official.reward_sum.diff"] == pytest.approx(
         next(r["diff"] for r in result["modes"]["official"]["headline"] if r["key"] == "official/reward_sum"))
     md = (tmp_path / "compare.md").read_text()
-    assert "## strict evaluator" in md and "| format error |" in md
+    assert "## strict evaluator" in md and "| format error |" in md and "| reward (coverage) |" in md
     # By level, each row names its evaluator: the two modes' rows are not look-alike duplicates.
     assert "| reward (sum) (official) |" in md and "| reward (sum) (strict) |" in md
     assert (tmp_path / "compare.png").stat().st_size > 10_000
