@@ -4,7 +4,8 @@ factorial effects and plots.
 Inputs are per-variant results (`VariantResult`): each evaluation trajectory's scores on one shared
 evaluation set (the pairing that makes the tests sensitive), the aggregate metric table, and the
 training curves. Every headline metric (`HEADLINE`: delivery, commonsense and hard micro/macro,
-success, mean reward) is a per-query mean over that query's samples, so each gets a bootstrap
+success, mean reward, and the behaviour beside them: tool calls, answered, format error, context full)
+is a per-query mean over that query's samples, so each gets a bootstrap
 interval per variant and a paired test against the baseline. `load_variant_dir` reads a variant's
 run directory; `build_report` computes everything (naming the variants that failed);
 `write_report` writes report.md / report.json / PNG plots atomically.
@@ -63,6 +64,13 @@ HEADLINE: dict[str, Metric] = {
     "hard_macro": Metric("hard macro", lambda s, f, r: float(s["hard_macro"]), ("hard_macro",), "hard_macro"),
     "success": Metric("success", lambda s, f, r: float(bool(s["success"])), ("success",), "success_rate"),
     "mean_reward": Metric("mean reward", _reward_value, _PLAN_SCORES, None, percent=False),
+    # Behaviour: where variants of a small model differ while next to no plan passes (the paired
+    # SFT-vs-RL comparisons moved tool calls and answers long before success).
+    "tool_calls": Metric("tool calls", lambda s, f, r: float(s["tool_calls"]), ("tool_calls",), "mean_tool_calls",
+                         percent=False),
+    "answered": Metric("answered", lambda s, f, r: float(f == "answer"), ()),
+    "format_error": Metric("format error", lambda s, f, r: float(f == "format_error"), ()),
+    "context_full": Metric("context full", lambda s, f, r: float(f == "context_overflow"), ()),
 }
 # The loophole audit (star.evaluation.audit): the share of plans passing the official evaluator but failing
 # the strict one. eval-agent writes it as an aggregate only, so it is a column without an interval.
@@ -124,13 +132,15 @@ def outcomes_from_trajectories(trajectories: list[dict]) -> dict[str, float]:
 
 
 def samples_from_trajectories(trajectories: list[dict]) -> dict[str, list[tuple[dict, str]]]:
-    """Per query, each trajectory's (scores, finish_reason), the evaluator's per-check detail left out."""
+    """Per query, each trajectory's (scores + its tool calls, finish_reason), per-check detail left out."""
     per: dict[str, list[tuple[dict, str]]] = {}
     for t in trajectories:
         qid = t.get("query_id")
         if qid is None:
             continue
         scores = {k: v for k, v in (t.get("scores") or {}).items() if k != "checks"}
+        if "tool_calls" in t:  # the episode's, beside its plan's scores: one dict per sample for every metric
+            scores["tool_calls"] = t["tool_calls"]
         per.setdefault(str(qid), []).append((scores, str(t.get("finish_reason", ""))))
     return per
 

@@ -22,10 +22,13 @@ def _setting(reward: str, scale: str = "3B") -> dict:
             "difficulty": "mixed"}
 
 
-def _scores(success: bool = False, delivered: bool = True, cs_micro: float = 0.0, hard_micro: float = 0.0) -> dict:
-    """An evaluation trajectory's scores as the environment records them (star.agent.env.score_plan)."""
+def _scores(success: bool = False, delivered: bool = True, cs_micro: float = 0.0, hard_micro: float = 0.0,
+            tool_calls: int = 6) -> dict:
+    """A sample's scores as the report reads them: the plan's (star.agent.env.score_plan) and the episode's
+    tool calls (samples_from_trajectories puts them beside the scores)."""
     return {"delivered": delivered, "cs_micro": cs_micro, "cs_macro": float(success), "hard_micro": hard_micro,
-            "hard_macro": float(success), "success": success, "mode": "official", "checks": {}}
+            "hard_macro": float(success), "success": success, "mode": "official", "checks": {},
+            "tool_calls": tool_calls}
 
 
 def _variants(scale: str = "3B") -> list[VariantResult]:
@@ -168,11 +171,15 @@ def test_star_report_cli_compares_variant_directories(tmp_path, capsys):
 # ---------------------------------------------------------------------------- headline metrics
 
 def test_per_query_metrics_average_each_querys_samples():
-    trajs = [{"query_id": "q1", "finish_reason": "answer",
+    trajs = [{"query_id": "q1", "finish_reason": "answer", "tool_calls": 4,
               "scores": {**_scores(cs_micro=0.5, hard_micro=1.0), "hard_macro": 1.0}},
-             {"query_id": "q1", "finish_reason": "max_turns", "scores": _scores(delivered=False)},
-             {"query_id": "q2", "finish_reason": "answer", "scores": _scores(True, cs_micro=1.0, hard_micro=1.0)},
-             {"query_id": "q2", "finish_reason": "format_error", "scores": _scores(True, cs_micro=1.0, hard_micro=1.0)}]
+             {"query_id": "q1", "finish_reason": "context_overflow", "tool_calls": 12, "scores": _scores(delivered=False)},
+             {"query_id": "q2", "finish_reason": "answer", "tool_calls": 7,
+              "scores": _scores(True, cs_micro=1.0, hard_micro=1.0)},
+             {"query_id": "q2", "finish_reason": "format_error", "tool_calls": 2,
+              "scores": _scores(True, cs_micro=1.0, hard_micro=1.0)}]
+    for t in trajs:  # the environment's scores carry no tool calls: the trajectory does
+        del t["scores"]["tool_calls"]
     samples = samples_from_trajectories(trajs)
     assert all("checks" not in sc for runs in samples.values() for sc, _ in runs)
     m = per_query_metrics(samples, "sum")
@@ -184,9 +191,13 @@ def test_per_query_metrics_average_each_querys_samples():
     # sum reward: q1 (0.5 + 0 + 1 + 1 + 0, then 0) / 2; q2 5 for the answer, 0 for the format error
     assert m["mean_reward"] == {"q1": 1.25, "q2": 2.5}
     assert per_query_metrics(samples, "macro")["mean_reward"] == {"q1": 0.5, "q2": 1.5}
+    # behaviour: the episode's tool calls, and how it ended
+    assert m["tool_calls"] == {"q1": 8.0, "q2": 4.5}
+    assert m["answered"] == {"q1": 0.5, "q2": 0.5} and m["format_error"] == {"q1": 0.0, "q2": 0.5}
+    assert m["context_full"] == {"q1": 0.5, "q2": 0.0}
     # a metric whose score keys a trajectory lacks is left out, not read as 0
     partial = per_query_metrics(samples_from_trajectories([{"query_id": "q", "scores": {"success": True}}]))
-    assert list(partial) == ["success"]
+    assert list(partial) == ["success", "answered", "format_error", "context_full"]
 
 
 def _zero_success_pair(n: int = 10) -> list[VariantResult]:
@@ -213,15 +224,19 @@ def test_dense_metrics_separate_variants_whose_success_is_all_zero():
     # delivery is 0/1: exact McNemar, b delivers on all 10 queries a missed -> 2 / 2^10
     assert tests["delivery"]["method"] == "exact McNemar" and tests["delivery"]["variant_only"] == 10
     assert tests["delivery"]["p_value"] == pytest.approx(2 / 1024)
+    # behaviour is compared the same way: b answers on every query, a never does
+    assert (rows["a"]["answered"], rows["b"]["answered"]) == (0.0, 1.0) and tests["answered"]["variant_only"] == 10
+    assert rows["a"]["tool_calls"] == rows["b"]["tool_calls"] == 6.0 and tests["tool_calls"]["p_value"] == 1.0
     # the dense ones: 10 positive differences, exact sign flip -> only all + / all - reach the sum
     for m in ("cs_micro", "hard_micro", "mean_reward"):
         assert tests[m]["method"] == "paired sign-flip permutation"
         assert tests[m]["p_value"] == pytest.approx(2 / 1024)
     assert tests["cs_micro"]["difference"] == pytest.approx(0.375)
     assert tests["hard_micro"]["difference_low"] == tests["hard_micro"]["difference_high"] == pytest.approx(0.25)
-    # Holm over all 7 tests: the four smallest share rank 1's factor 7; the rest stay at 1
-    for m in ("delivery", "cs_micro", "hard_micro", "mean_reward"):
-        assert tests[m]["p_holm"] == pytest.approx(7 * 2 / 1024)
+    # Holm over all 11 tests: the five smallest share rank 1's factor 11; the rest stay at 1
+    assert len(rep.tests) == len(HEADLINE) == 11
+    for m in ("delivery", "cs_micro", "hard_micro", "mean_reward", "answered"):
+        assert tests[m]["p_holm"] == pytest.approx(11 * 2 / 1024)
     assert tests["cs_macro"]["p_holm"] == tests["hard_macro"]["p_holm"] == 1.0
     md = render_markdown(rep)
     assert "| b | b | 100.0 [100.0, 100.0] | 37.5 [" in md
