@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from star.evaluation.evaluator import MODES
+from star.training.rewards import REWARDS as REWARD_REGISTRY
 
 HEADLINE = ("reward_sum", "delivered", "cs_micro", "cs_macro", "hard_micro", "hard_macro", "success")
 BEHAVIOUR = ("tool_calls", "policy_tokens", "answer", "context_overflow", "call_budget", "format_error")
-REWARDS = ("sum", "macro", "success", "coverage")  # registered rewards the comparison reports
-LABELS = {**{f"reward_{name}": f"reward ({name})" for name in REWARDS},
-          "delivered": "plan delivered", "cs_micro": "commonsense micro", "cs_macro": "commonsense macro",
+LABELS = {"delivered": "plan delivered", "cs_micro": "commonsense micro", "cs_macro": "commonsense macro",
           "hard_micro": "hard micro", "hard_macro": "hard macro", "success": "success",
           "tool_calls": "tool calls / episode", "policy_tokens": "policy tokens / episode",
           "answer": "ended with an answer", "context_overflow": "context full", "call_budget": "call budget spent",
@@ -65,7 +64,7 @@ def episode_values(traj: dict, query: dict, db) -> Episode:
         s = score_plan(query, traj.get("plan"), db, mode)
         for key in ("delivered", "cs_micro", "cs_macro", "hard_micro", "hard_macro", "success"):
             values[f"{mode}/{key}"] = float(s[key])
-        for name in REWARDS:
+        for name in REWARD_REGISTRY:  # every registered reward: a new one is compared without listing it here
             values[f"{mode}/reward_{name}"] = compute_reward(name, s, reason)
         for box in ("commonsense", "hard"):
             for check, (ok, _) in s["checks"].get(box, {}).items():
@@ -114,7 +113,7 @@ def compare(before: list[dict], after: list[dict], queries: list[dict], db,
         checks = sorted(_checks_of(eps["before"], mode) | _checks_of(eps["after"], mode))
         out["modes"][mode] = {
             "headline": [row(f"{mode}/{k}") for k in HEADLINE],
-            "rewards": [row(f"{mode}/reward_{n}") for n in REWARDS],
+            "rewards": [row(f"{mode}/reward_{n}") for n in REWARD_REGISTRY],
             "checks": [row(k) for k in checks],
         }
     out["behaviour"] = [row(k) for k in BEHAVIOUR] + [row("loophole")]
@@ -135,6 +134,8 @@ def _label(key: str) -> str:
     if ":" in base:
         box, check = base.split(":", 1)
         return f"{'cs' if box == 'commonsense' else 'hard'}: {check}"
+    if base.startswith("reward_"):
+        return f"reward ({base.removeprefix('reward_')})"
     return LABELS.get(base, base)
 
 

@@ -77,6 +77,19 @@ def test_checks_behaviour_and_levels_each_get_a_row(two_evaluations, tmp_path):
     assert (tmp_path / "compare.png").stat().st_size > 10_000
 
 
+def test_a_newly_registered_reward_is_compared_without_being_listed(two_evaluations, tmp_path, monkeypatch):
+    from star.training import rewards
+
+    root, _ = two_evaluations
+    monkeypatch.setitem(rewards.REWARDS, "success_x2", lambda scores: 2 * rewards.success_reward(scores))
+    assert _compare(root, tmp_path) == 0
+    result = json.loads((tmp_path / "compare.json").read_text())
+    rows = {r["key"]: r for r in result["modes"]["official"]["rewards"]}
+    assert set(rows) == {f"official/reward_{name}" for name in rewards.REWARDS}
+    assert rows["official/reward_success_x2"]["after"] == pytest.approx(2 * rows["official/reward_success"]["after"])
+    assert "| reward (success_x2) |" in (tmp_path / "compare.md").read_text()
+
+
 def test_episodes_run_with_other_seeds_are_refused(two_evaluations, tmp_path):
     root, _ = two_evaluations
     other = tmp_path / "reseeded"
