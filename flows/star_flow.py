@@ -365,7 +365,7 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
                  concurrency: int | None, pool: str | None = None, levels: list[str] | None = None) -> dict[str, Any]:
     import uuid
 
-    from star.config import load_ablation, overrides_label, resolve
+    from star.config import load_ablation, overrides_label, part_name, resolve
     from star.tracking import mlflow_logging as ml
     from star.tracking import report as rep
     from star.tracking.stages import head_commit, needed_stages, uncommitted
@@ -375,7 +375,7 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
     abl = load_ablation(ablation)
     if levels:  # its variants are the whole ablation's (same workspaces); its parent and report are its own
         abl = abl.only(list(levels))
-    name = "-".join([abl.name, *levels]) if levels else abl.name  # the parent, report and lock folder
+    name = part_name(abl.name, levels)  # the parent, report and lock folder
     variants = abl.variants()
     base_cfg = resolve(profile, abl, variants[0].name, overrides)
     # On a pool the workers (and the pool's own limit) decide how many run at once.

@@ -253,6 +253,11 @@ def run_dir_name(name: str, overrides: dict[str, Any] | None) -> str:
     return f"{name}_{slug}" if slug else name
 
 
+def part_name(name: str, levels: list[str] | None) -> str:
+    """The name of a run over some levels of an ablation (its MLflow parent, report and lock folder)."""
+    return "-".join([name, *levels]) if levels else name
+
+
 @dataclass(frozen=True)
 class Ablation:
     """An ablation file (one axis) or a grid (the full factorial over several axes)."""

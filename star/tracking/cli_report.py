@@ -4,6 +4,7 @@
     star report --ablation reward --set rl.seed=1            # runs/smoke/reward_rl.seed-1/* (a run with overrides)
     star report --variants runs/x/a runs/x/b --out reports/x # any variant directories
     star report ... --mlflow                                 # also log it on the ablation's parent run
+    star report --ablation algorithm --levels dapo grpo      # the report of a `levels=[...]` run over some levels
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="report folder (default: RUNS/PROFILE/ABLATION/report)")
     parser.add_argument("--baseline", default=None, help="variant the paired tests compare against (default: first)")
     parser.add_argument("--bootstrap", type=int, default=None, help="bootstrap resamples (default: params report.bootstrap)")
+    parser.add_argument("--levels", nargs="*", default=None,
+                        help="the levels a `levels=[...]` run covered (its own report and MLflow parent)")
     parser.add_argument("--mlflow", action="store_true", help="log the report on the ablation's MLflow parent run")
 
 
 def run(args: argparse.Namespace) -> int:
-    from star.config import (ConfigError, PROJECT_DIR, load_ablation, overrides_label, parse_set, resolve,
+    from star.config import (ConfigError, PROJECT_DIR, load_ablation, overrides_label, parse_set, part_name, resolve,
                              run_dir_name, variant_slug)
     from star.tracking.report import ReportError, build_report, load_variant_dir, write_report
 
@@ -44,6 +47,11 @@ def run(args: argparse.Namespace) -> int:
         runs = Path(args.runs_dir or cfg["flow"].runs_dir)
         runs = runs if runs.is_absolute() else PROJECT_DIR / runs
         abl = load_ablation(args.ablation) if args.ablation else None
+        if args.levels and abl is None:
+            print("error: --levels needs --ablation", file=sys.stderr)
+            return 2
+        if args.levels:  # a run over some levels: the whole ablation's variant folders, a report of its own
+            abl = abl.only(list(args.levels))
         ran_with = parse_set(args.set)
         failed: dict[str, str] = {}
         if args.variants:
@@ -63,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             print("error: give --ablation NAME or --variants DIR …", file=sys.stderr)
             return 2
-        name = abl.name if abl else "comparison"
+        name = part_name(abl.name, args.levels) if abl else "comparison"
         report = build_report(results, name, abl.description if abl else "", abl.paper_table if abl else None,
                               cfg["report"], eval_set=str(cfg["eval"].split), evaluator_mode=str(cfg["eval"].mode),
                               failed=failed, profile=args.profile, overrides=overrides_label(ran_with))
@@ -79,11 +87,11 @@ def run(args: argparse.Namespace) -> int:
         from star.tracking.report import log_report
 
         tracker = ml.Tracker(cfg["tracking"])
-        parents = tracker.find_runs(f"tags.`{ml.KIND}` = 'ablation' and tags.`{ml.ABLATION}` = '{abl.name}' "
+        parents = tracker.find_runs(f"tags.`{ml.KIND}` = 'ablation' and tags.`{ml.ABLATION}` = '{name}' "
                                     f"and tags.`{ml.PROFILE}` = '{args.profile}'")
         parents = [p for p in parents if p.data.tags.get(ml.OVERRIDES, "") == overrides_label(ran_with)]
         if not parents:
-            print(f"error: no MLflow parent run for ablation {abl.name!r}", file=sys.stderr)
+            print(f"error: no MLflow parent run for ablation {name!r}", file=sys.stderr)
             return 1
         log_report(tracker, parents[-1].info.run_id, report, files)
         print(f"logged on MLflow run {parents[-1].info.run_id}", file=sys.stderr)
