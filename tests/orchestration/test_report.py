@@ -383,6 +383,20 @@ def test_a_report_of_a_run_with_overrides_has_its_own_folder_and_says_so(tmp_pat
     assert not (tmp_path / "runs/smoke/reward").exists()  # the run without overrides keeps its own report
 
 
+def test_a_report_of_some_levels_reads_the_whole_ablations_variants_and_has_its_own_folder(tmp_path, capsys):
+    from star.cli import main
+
+    base = tmp_path / "runs/smoke/reward"  # a levels=[...] run's variants live in the whole ablation's folder
+    _two_finished_variants(base)
+    assert main(["report", "--ablation", "reward", "--levels", "sum", "macro", "--runs-dir", str(tmp_path / "runs"),
+                 "--bootstrap", "200"]) == 0
+    data = json.loads((tmp_path / "runs/smoke/reward-sum-macro/report/report.json").read_text())
+    assert [r["variant"] for r in data["rows"]] == ["reward=sum", "reward=macro"] and not data["failed"]
+    assert not (base / "report").exists()  # the whole ablation's report is not overwritten
+    assert main(["report", "--ablation", "reward", "--levels", "nope", "--runs-dir", str(tmp_path / "runs")]) == 2
+    assert "has no level(s) ['nope']" in capsys.readouterr().err
+
+
 def test_variants_are_compared_on_their_shared_queries_and_metrics():
     a, b = _zero_success_pair()
     b.samples.pop("q0")                                               # b never evaluated q0
