@@ -148,13 +148,15 @@ def run_one(profile: str | None, ablation: str | None, variant: str | None, over
     ablation = cfg.ablation
     tracker = ml.Tracker(cfg["tracking"])
     kind = "variant" if parent_run_id else "pipeline"
+    commit = commit or head_commit(PROJECT_DIR)
+    # The workspace is a clean checkout of `commit`, which the project's HEAD may have moved past meanwhile.
     run_id = tracker.start_run(cfg.variant or run_title("pipeline", profile, overrides), kind,
                                parent_id=parent_run_id,
                                tags={ml.PROFILE: profile or "default", ml.ABLATION: ablation or "",
                                      ml.VARIANT: cfg.variant or "", ml.OVERRIDES: overrides_label(overrides),
-                                     "star.door": "prefect", ml.PARAMS_DIGEST: cfg.digest()})
+                                     "star.door": "prefect", ml.PARAMS_DIGEST: cfg.digest(),
+                                     ml.GIT_COMMIT: commit, ml.GIT_DIRTY: "false"})
     tracker.log_params(run_id, cfg.values)
-    commit = commit or head_commit(PROJECT_DIR)
     path = _workspace_path(cfg, profile, ablation, variant, overrides)
     ws = Workspace(path, PROJECT_DIR, cache_dir=os.environ.get("STAR_DVC_CACHE") or None,
                    env={ml.PARENT_ENV: run_id, "MLFLOW_TRACKING_URI": tracker.uri}, remote=_remote(cfg),

@@ -148,6 +148,9 @@ def door_ablation(ablation: str) -> None:
         children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
         finished = {c.info.run_name: c for c in children if c.info.status == "FINISHED"}
         check(sorted(finished) == sorted(variants), "ablation", f"one FINISHED child run per variant: {sorted(finished)}")
+        ran = {c.data.tags.get("git.commit") for c in finished.values()}
+        check(ran == {parent.data.params.get("commit")}, "ablation",
+              f"every child names the commit its workspace ran: {sorted(ran)}")
         scores.append({n: {k: v for k, v in r.data.metrics.items() if k.startswith("eval.")} for n, r in finished.items()})
     check(scores[0] == scores[1], "ablation", "the two runs side by side hold the same evaluation metrics")
     parent = parents[0]  # either run: both must carry their report
