@@ -9,8 +9,8 @@ from star.agent.config import EvalConfig
 
 
 # Flags that set an EvalConfig field; left out, the field comes from --config's `eval` section, else its default.
-FIELD_FLAGS = ("temperature", "top_p", "max_context", "max_new_tokens", "tool_budget", "limit", "samples", "mode",
-               "seed", "backend", "batch")
+FIELD_FLAGS = ("temperature", "top_p", "max_context", "max_new_tokens", "tool_budget", "days", "limit", "samples",
+               "mode", "seed", "backend", "batch")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-context", type=int, default=None, help=f"default {d.max_context}")
     parser.add_argument("--max-new-tokens", type=int, default=None, help=f"default {d.max_new_tokens}")
     parser.add_argument("--tool-budget", type=int, default=None, help=f"default {d.tool_budget}")
+    parser.add_argument("--days", type=int, default=None,
+                        help="only the queries of this trip length, e.g. 3 (the real validation set's 3-day trips)")
     parser.add_argument("--limit", default=None, help="first N queries only (none = all)")
     parser.add_argument("--samples", type=int, default=None, help="episodes per query (rates over all: avg@k)")
     parser.add_argument("--mode", choices=("official", "strict"), default=None,
@@ -68,6 +70,12 @@ def run(args) -> int:
 
     cfg = eval_config(args)
     queries = load_queries(args.queries)
+    if cfg.days is not None:
+        lengths = sorted({q.get("days") for q in queries}, key=str)
+        queries = [q for q in queries if q.get("days") == cfg.days]
+        if not queries:
+            raise SystemExit(f"star eval-agent: no {cfg.days}-day query in {args.queries} (trip lengths there: "
+                             f"{', '.join(map(str, lengths))})")
     if cfg.limit is not None:
         queries = queries[: cfg.limit]
     db = load_database(args.db)

@@ -93,6 +93,8 @@ class EvalConfig(BaseModel):
     """Context limit in tokens at inference."""
     tool_budget: int = Field(60, ge=1)
     """Tool-call budget per episode."""
+    days: int | None = Field(None, ge=1)
+    """Evaluate only the queries of this trip length in days (None = every length); before `limit`."""
     limit: int | None = None
     """Evaluate only the first N queries (None = all)."""
     samples: int = Field(1, ge=1)

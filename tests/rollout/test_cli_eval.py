@@ -45,6 +45,24 @@ def test_eval_agent_on_an_endpoint(tiny_backend, tiny_model_dir, query_file, tmp
     _check_outputs(out, 3)
 
 
+def test_eval_agent_days_keeps_only_the_trips_of_that_length(tiny_model_dir, synthetic_queries, tmp_path):
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(json.dumps(q) + "\n" for q in synthetic_queries))
+    days = synthetic_queries[0]["days"]
+    same = [q["id"] for q in synthetic_queries if q["days"] == days]
+    assert 0 < len(same) < len(synthetic_queries)  # the file mixes trip lengths
+    out = tmp_path / "eval"
+    assert main(["eval-agent", "--model", str(tiny_model_dir), "--queries", str(path), "--out", str(out),
+                 "--db", "generated:0", "--max-new-tokens", "8", "--days", str(days), "--quiet"]) == 0
+    _check_outputs(out, len(same))
+    assert [json.loads(x)["query_id"] for x in (out / "trajectories.jsonl").read_text().splitlines()] == same
+    assert json.loads((out / "metrics.json").read_text())["config"]["days"] == days
+
+    with pytest.raises(SystemExit, match="no 99-day query in .*mixed.jsonl .trip lengths there: "):
+        main(["eval-agent", "--model", str(tiny_model_dir), "--queries", str(path), "--out", str(tmp_path / "o"),
+              "--db", "generated:0", "--days", "99", "--quiet"])
+
+
 def test_eval_agent_rejects_a_model_that_is_neither_path_nor_url(query_file, tmp_path):
     with pytest.raises(SystemExit, match="neither a directory nor an http"):
         main(["eval-agent", "--model", str(tmp_path / "nope"), "--queries", str(query_file), "--out",
