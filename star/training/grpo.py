@@ -83,7 +83,7 @@ def rollout_metrics(trajectories, rewards) -> dict:
          "reward_std": statistics.pstdev(rewards) if len(rewards) > 1 else 0.0,
          "response_tokens": statistics.fmean([r["response_tokens"] for r in rows]) if rows else 0.0,
          "trajectory_tokens": statistics.fmean([r["tokens"] for r in rows]) if rows else 0.0,
-         "tool_calls": statistics.fmean([r["tool_calls"] for r in rows]) if rows else 0.0}
+         "tool_calls": statistics.fmean([r["tool_calls"] for r in rows]) if rows else 0.0, "rollouts": len(rows)}
     for key in SCORE_KEYS:
         m[key if key != "success" else "success_rate"] = sum(r[key] for r in rows) / n
     if rows and all("coverage" in r for r in rows):  # TravelPlanner plans: the share of the trip's days covered
@@ -235,6 +235,8 @@ class GRPOTrainer:
                 more_rewards = [rewards_of(g) for g in more]
                 keep = filter_groups(more_rewards)
                 dropped += len(more) - len(keep)
+                all_trajs += [t for g in more for t in g[0]]  # the step's curves count every draw's rollouts
+                all_rewards += [r for rs in more_rewards for r in rs]
                 groups += [more[i] for i in keep]
                 rewards += [more_rewards[i] for i in keep]
                 kept = int(D.all_sum(len(groups)))

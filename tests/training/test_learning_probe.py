@@ -56,3 +56,22 @@ def test_a_time_limit_ends_grpo_after_the_step_that_crosses_it(tiny_dir, tmp_pat
                          env_factory=lambda s: FirstTokenEnv(targets))
     assert summary["steps"] == 1 and summary["stopped_by_time_limit"]
     assert (tmp_path / "selected" / "config.json").is_file()  # the model of the last step is kept
+
+
+def test_a_dapo_steps_metrics_count_the_rollouts_of_every_draw(tiny_dir, tmp_path):
+    """Over-sampling draws more queries until groups carry signal; the step's reward and finish rates are over
+    all of them (a step whose informative group came from its third draw once logged reward 0 from the first)."""
+    import json
+
+    from star.training.config import GRPOConfig
+    from star.training.grpo import train_grpo
+
+    model_dir, _ = tiny_dir
+    cfg = GRPOConfig(algorithm="dapo", dapo_oversample=True, dapo_max_draws=3, num_generations=2, batch_queries=2,
+                     max_steps=1, reward="success", max_new_tokens=1, max_context=256, save_every=0, zero_stage=0)
+    queries = [{"id": f"p{i}", "prompt": f"Say one word, number {i}."} for i in range(8)]
+    # No token is a target: every group is all zeros, so DAPO drops each and draws to its limit.
+    train_grpo(model_dir, queries, tmp_path, cfg, progress=False, env_factory=lambda s: FirstTokenEnv(frozenset()))
+    step = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
+    assert step["dapo_draws"] == 3 and step["groups"] == 0 and step["groups_dropped"] == 6
+    assert step["rollouts"] == 3 * 2 * 2 and step["reward_mean"] == 0.0
