@@ -218,12 +218,10 @@ class GRPOTrainer:
         t_score = time.perf_counter()
         rewards = [rewards_of(g) for g in groups]
         t_score = time.perf_counter() - t_score
-        all_trajs = [t for g in groups for t in g[0]]
-        all_rewards = [r for rs in rewards for r in rs]
-        dropped, draws = 0, 1
+        drawn = list(zip(groups, rewards))  # every group this step rolled out, kept or not: the step's metrics
+        draws = 1
         if cfg.algorithm == "dapo":
             keep = filter_groups(rewards)
-            dropped = len(groups) - len(keep)
             groups, rewards = [groups[i] for i in keep], [rewards[i] for i in keep]
             # Over-sampling: more queries from the stream until the batch is full of informative groups
             # (counted over all ranks, so every rank draws the same queries and loops as often).
@@ -234,9 +232,7 @@ class GRPOTrainer:
                 draws += 1
                 more_rewards = [rewards_of(g) for g in more]
                 keep = filter_groups(more_rewards)
-                dropped += len(more) - len(keep)
-                all_trajs += [t for g in more for t in g[0]]  # the step's curves count every draw's rollouts
-                all_rewards += [r for rs in more_rewards for r in rs]
+                drawn += zip(more, more_rewards)
                 groups += [more[i] for i in keep]
                 rewards += [more_rewards[i] for i in keep]
                 kept = int(D.all_sum(len(groups)))
@@ -244,8 +240,9 @@ class GRPOTrainer:
             self.backend.sleep()  # a colocated vLLM engine gives its memory to the update
         t_rollout = time.perf_counter() - t0
 
-        rows = [r for part in D.gather([trajectory_row(t) for t in all_trajs]) for r in part]
-        all_rewards = [r for part in D.gather(all_rewards) for r in part]
+        dropped = len(drawn) - len(groups)
+        rows = [r for part in D.gather([trajectory_row(t) for g, _ in drawn for t in g[0]]) for r in part]
+        all_rewards = [r for part in D.gather([r for _, rs in drawn for r in rs]) for r in part]
         n_groups, dropped, n_branches = (int(v) for v in D.all_reduce([len(groups), dropped, n_branches]))
         metrics = rollout_metrics(rows, all_rewards)
         metrics.update({"epoch": epoch, "reward_fn": reward_name, "rollout_backend": self.backend_name, "groups": n_groups, "groups_dropped": dropped,
