@@ -1,0 +1,70 @@
+"""A stage's code deps are the import closure of its command, so `dvc repro` never keeps stale results."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("stage_deps", ROOT / "scripts" / "stage_deps.py")
+stage_deps = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(stage_deps)
+
+
+def _derived(pipeline: str = "dvc.yaml") -> dict[str, list[str]]:
+    _, stages = stage_deps.plan(ROOT / pipeline)
+    return {name: derived for name, (_, derived) in stages.items()}
+
+
+def _covers(deps: list[str], path: str) -> bool:
+    return any(path == d or path.startswith(d.rstrip("/") + "/") for d in deps)
+
+
+@pytest.mark.parametrize("pipeline", stage_deps.PIPELINES)
+def test_every_stage_lists_exactly_the_code_its_command_imports(pipeline):
+    _, stages = stage_deps.plan(ROOT / pipeline)
+    stale = {name: (w, d) for name, (w, d) in stages.items() if w != d}
+    assert not stale, f"{pipeline}: run `python scripts/stage_deps.py --write`; stale stages: {sorted(stale)}"
+
+
+def test_a_stage_missing_one_module_of_its_closure_is_reported(tmp_path):
+    text = (ROOT / "dvc.yaml").read_text()
+    planted = tmp_path / "dvc.yaml"
+    planted.write_text(text.replace("      - star/training/rewards.py\n", "", 1))
+    _, stages = stage_deps.plan(planted)
+    stale = [name for name, (w, d) in stages.items() if w != d]
+    assert len(stale) == 1
+    written, derived = stages[stale[0]]
+    assert set(derived) - set(written) == {"star/training/rewards.py"}
+
+
+def test_every_stage_that_scores_a_reward_depends_on_the_rewards():
+    deps = _derived()
+    for stage in ("grpo", "evaluate", "compare"):
+        assert _covers(deps[stage], "star/training/rewards.py"), stage
+
+
+def test_the_tool_observations_text_reruns_teacher_grpo_and_evaluate():
+    deps = _derived()
+    for stage in ("teacher", "grpo", "evaluate"):
+        assert _covers(deps[stage], "star/sandbox/tools.py"), stage
+        assert _covers(deps[stage], "star/sandbox/render.py"), stage
+
+
+def test_the_ablation_report_reruns_no_training_stage():
+    deps = {**_derived(), **_derived("learn/dvc.yaml")}
+    for stage in ("build_model", "sft", "grpo", "learn_sft", "learn_grpo"):
+        assert not _covers(deps[stage], "star/tracking/report.py"), stage
+
+
+def test_function_local_and_string_named_imports_are_followed():
+    # star/config.py loads each section's config model from a "star.x.config:Class" string
+    found = stage_deps.imported_modules(ROOT / "star" / "config.py")
+    assert "star.training.config" in found and "star.qa.config" in found
+
+
+def test_a_command_that_is_not_a_star_subcommand_is_a_clear_error():
+    with pytest.raises(SystemExit, match="not a star subcommand"):
+        stage_deps.command_module("python -m star.tracking.stage_run x -- star no-such-thing --out y")
