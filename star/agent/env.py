@@ -20,8 +20,8 @@ SCORE_KEYS = ("cs_micro", "cs_macro", "hard_micro", "hard_macro", "success")
 
 def empty_scores(mode: str) -> dict:
     """Scores of an episode that delivered no plan: every metric 0."""
-    return {"delivered": False, **dict.fromkeys(SCORE_KEYS, 0.0), "success": False, "coverage": 0.0, "mode": mode,
-            "checks": {}}
+    return {"delivered": False, **dict.fromkeys(SCORE_KEYS, 0.0), "success": False, "coverage": 0.0,
+            "slot_credit": 0.0, "slots_empty": None, "vacuous": [], "mode": mode, "checks": {}}
 
 
 def score_plan(query: dict, plan: list[dict] | None, db: Database, mode: str) -> dict:
@@ -35,7 +35,8 @@ def score_plan(query: dict, plan: list[dict] | None, db: Database, mode: str) ->
               "hard": {k: list(v) for k, v in (s.hard or {}).items()}}
     return {"delivered": bool(s.delivered), "cs_micro": float(s.cs_micro), "cs_macro": float(s.cs_macro),
             "hard_micro": float(s.hard_micro), "hard_macro": float(s.hard_macro), "success": bool(s.success),
-            "coverage": float(s.coverage), "mode": mode, "checks": checks}
+            "coverage": float(s.coverage), "slot_credit": float(s.slot_credit), "slots_empty": int(s.slots_empty),
+            "vacuous": s.vacuous, "mode": mode, "checks": checks}
 
 
 def parse_answer(answer: str) -> list[dict] | None:

@@ -61,7 +61,7 @@ def metrics(trajectories: list[Trajectory], queries: list[dict], db: Database, m
     from star.evaluation.audit import audit_scores, score_both
     from star.evaluation.evaluator import MODES, aggregate
     from star.evaluation.lookup import Lookup
-    from star.training.rewards import REWARDS, MissingScore, compute_reward
+    from star.evaluation.rewards import REWARDS, MissingScore, compute_reward
 
     if mode not in MODES:
         raise ValueError(f"unknown evaluator mode {mode!r}; expected one of {MODES}")

@@ -17,6 +17,7 @@ from star.evaluation.config import SPLIT_DENOMINATORS
 from star.evaluation.hard import HARD_KEYS, LOCAL_TO_HARD
 from star.evaluation.lookup import Lookup
 from star.evaluation.queries import QueryError, normalize_query
+from star.evaluation.slots import CHECK_SLOTS, VACUOUS, plan_slots, required_slots
 from star.sandbox.database import Database
 
 MODES = ("official", "strict")
@@ -53,6 +54,12 @@ class PlanScore:
     """The query's days the plan fills (a day object with a current city), at most the query's days."""
     days_asked: int = 1
     """The query's days."""
+    slot_credit: float = 0.0
+    """Share of the slots the query requires (star.evaluation.slots) that the plan fills with a valid item."""
+    slots_empty: int = 0
+    """Required slots the plan leaves empty (every slot of an undelivered plan)."""
+    slots_required: int = 0
+    """Slots the query requires."""
 
     @property
     def cs_pass(self) -> int:
@@ -78,6 +85,11 @@ class PlanScore:
         return self.days_covered / max(self.days_asked, 1)
 
     @property
+    def vacuous(self) -> list[str]:
+        """Strict checks refused because the plan left out the slots they examine."""
+        return [k for k, (ok, why) in (self.commonsense or {}).items() if ok is False and (why or "").startswith(VACUOUS)]
+
+    @property
     def hard_micro(self) -> float:
         return self.hard_pass / max(self.n_hard, 1)
 
@@ -95,7 +107,8 @@ class PlanScore:
                 "commonsense": box(self.commonsense), "hard": box(self.hard), "aborted": self.aborted,
                 "cost": self.cost, "cs_micro": self.cs_micro, "cs_macro": self.cs_macro,
                 "hard_micro": self.hard_micro, "hard_macro": self.hard_macro, "success": self.success,
-                "coverage": self.coverage}
+                "coverage": self.coverage, "slot_credit": self.slot_credit, "slots_empty": self.slots_empty,
+                "vacuous": self.vacuous}
 
 
 def hard_counts(query: dict) -> tuple[int, int]:
@@ -141,9 +154,12 @@ def evaluate_plan(query: dict, plan, db: Database, mode: str = "strict", *, look
     n_hard, n_hard_official = hard_counts(query)
     score = PlanScore(delivered=bool(plan), commonsense=None, hard=None, mode=mode, level=query.get("level"),
                       n_hard=n_hard, n_hard_official=n_hard_official, days_asked=int(query["days"]))
+    score.slots_required = score.slots_empty = sum(required_slots(query).values())
     if not plan:
         return score
     score.days_covered = days_covered(plan, score.days_asked)
+    slots = plan_slots(query, plan, lk)
+    score.slot_credit, score.slots_empty = slots.credit, slots.empty()
     if not isinstance(plan, list):
         if not strict:
             return _aborted(score, f"the plan is a {type(plan).__name__}, not a list of days")
@@ -154,6 +170,8 @@ def evaluate_plan(query: dict, plan, db: Database, mode: str = "strict", *, look
             box = {k: (False, "The plan has no days.") for k in COMMONSENSE_KEYS}
         else:
             box = {k: commonsense.CHECKS[k](query, days, lk, strict) for k in COMMONSENSE_KEYS}
+            if strict:
+                box = _refuse_vacuous(box, slots)
         score.commonsense = box
         if box["is_not_absent"][0] and box["is_valid_information_in_sandbox"][0]:
             score.hard = {k: hard.CHECKS[k](query, days, lk, strict) for k in HARD_KEYS}
@@ -169,6 +187,17 @@ def evaluate_plan(query: dict, plan, db: Database, mode: str = "strict", *, look
         # number where text is expected, …) happens where the official script would raise too.
         return _aborted(score, f"{type(exc).__name__}: {exc}")
     return score
+
+
+def _refuse_vacuous(box: dict, slots) -> dict:
+    """Strict mode: a check that passed while the slots it examines are missing did not check them."""
+    out = dict(box)
+    for key, category in CHECK_SLOTS.items():
+        missing = slots.empty(category)
+        if out[key][0] is True and missing:
+            out[key] = (False, f"{VACUOUS}{missing} of the {slots.required[category]} {category} slots the "
+                               f"query requires are empty.")
+    return out
 
 
 def _aborted(score: PlanScore, why: str) -> PlanScore:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from star.evaluation.evaluator import MODES
-from star.training.rewards import REWARDS as REWARD_REGISTRY
+from star.evaluation.rewards import REWARDS as REWARD_REGISTRY
 
 HEADLINE = ("reward_sum", "delivered", "cs_micro", "cs_macro", "hard_micro", "hard_macro", "success")
 BEHAVIOUR = ("tool_calls", "policy_tokens", "answer", "context_overflow", "call_budget", "format_error")
@@ -56,7 +56,7 @@ def read_episodes(path: str | Path) -> list[dict]:
 def episode_values(traj: dict, query: dict, db) -> Episode:
     """Every compared value of one episode; plans re-scored under both evaluator modes."""
     from star.agent.env import score_plan
-    from star.training.rewards import compute_reward
+    from star.evaluation.rewards import compute_reward
 
     reason = traj.get("finish_reason", "")
     values: dict[str, float] = {}

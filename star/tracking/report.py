@@ -49,7 +49,7 @@ class Metric:
 
 
 def _reward_value(scores: dict, finish_reason: str, reward: str) -> float:
-    from star.training.rewards import compute_reward
+    from star.evaluation.rewards import compute_reward
 
     return compute_reward(reward, scores, finish_reason)
 
@@ -244,7 +244,7 @@ def _pct(x: float | None) -> str:
 def _scoring_reward(cfg: ReportConfig, variants: list[VariantResult], baseline: str) -> str:
     """The one reward every variant's trajectories are scored with (so the mean rewards compare):
     the configured one, else the baseline's training reward (a curriculum's final stage), else sum."""
-    from star.training.rewards import DEFAULT_CURRICULUM, REWARDS, SCHEDULED
+    from star.evaluation.rewards import DEFAULT_CURRICULUM, REWARDS, SCHEDULED
 
     name = cfg.reward or next((v.reward for v in variants if v.name == baseline), None) or "sum"
     if name in SCHEDULED:

@@ -15,7 +15,7 @@ from star.rollout.config import BackendName, VLLMConfig
 
 Profile = Literal["smoke", "cpu", "paper-1.5b", "paper-3b", "paper-7b"]
 Algorithm = Literal["grpo", "dapo", "arpo"]
-RewardName = Literal["sum", "macro", "success", "coverage", "curriculum"]
+RewardName = str  # a name in star.evaluation.rewards (`names()`): checked against the registry, never listed here
 
 
 class _Config(BaseModel):
@@ -100,8 +100,8 @@ class GRPOConfig(_Config):
 
     algorithm: Algorithm = "grpo"
     """Which rollout/filtering variant: grpo, dapo (dynamic sampling) or arpo (entropy-guided branching)."""
-    reward: RewardName = "sum"
-    """Reward from the evaluation scores: sum, macro, success, coverage (sum x days covered) or curriculum."""
+    reward: RewardName = "quality"
+    """Reward from the evaluation scores, by name in star.evaluation.rewards (quality, sum, macro, success, ...)."""
     curriculum: list[tuple[int, RewardName]] = [(1, "sum"), (3, "macro"), (5, "success")]
     """Curriculum schedule: (first epoch, reward) pairs, 1-based epochs (paper: sum 1-2, macro 3-4, success 5)."""
     advantage: str = "grpo"
@@ -209,6 +209,11 @@ class GRPOConfig(_Config):
             raise ValueError("epsilon_low and epsilon_high must be >= 0")
         if self.algorithm == "arpo" and self.arpo_initial > self.num_generations:
             raise ValueError(f"arpo_initial ({self.arpo_initial}) must be <= num_generations ({self.num_generations})")
+        from star.evaluation.rewards import SCHEDULED, names
+
+        for name in (self.reward, *(r for _, r in self.curriculum)):
+            if name not in names() or (name in SCHEDULED and name != self.reward):
+                raise ValueError(f"unknown reward {name!r}; expected one of {names()}")
         epochs = [e for e, _ in self.curriculum]
         if not epochs or epochs[0] != 1 or epochs != sorted(set(epochs)):
             raise ValueError(f"curriculum must start at epoch 1 with increasing epochs, got {self.curriculum}")

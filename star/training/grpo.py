@@ -202,7 +202,7 @@ class GRPOTrainer:
         from star.training.advantages import group_advantages
         from star.training.dapo import filter_groups
         from star.training import distributed as D
-        from star.training.rewards import compute_reward, resolve
+        from star.evaluation.rewards import compute_reward, resolve
 
         cfg, G = self.cfg, self.cfg.num_generations
         t0 = time.perf_counter()
@@ -379,7 +379,7 @@ class GRPOTrainer:
 
     # -- validation, checkpoints ------------------------------------------------------------------
     def validate(self) -> dict:
-        from star.training.rewards import compute_reward
+        from star.evaluation.rewards import compute_reward
 
         from star.training import distributed as D
 

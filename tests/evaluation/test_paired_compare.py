@@ -78,7 +78,7 @@ def test_checks_behaviour_and_levels_each_get_a_row(two_evaluations, tmp_path):
 
 
 def test_a_newly_registered_reward_is_compared_without_being_listed(two_evaluations, tmp_path, monkeypatch):
-    from star.training import rewards
+    from star.evaluation import rewards
 
     root, _ = two_evaluations
     monkeypatch.setitem(rewards.REWARDS, "success_x2", lambda scores: 2 * rewards.success_reward(scores))

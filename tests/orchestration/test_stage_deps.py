@@ -32,18 +32,18 @@ def test_every_stage_lists_exactly_the_code_its_command_imports(pipeline):
 def test_a_stage_missing_one_module_of_its_closure_is_reported(tmp_path):
     text = (ROOT / "dvc.yaml").read_text()
     planted = tmp_path / "dvc.yaml"
-    planted.write_text(text.replace("      - star/training/rewards.py\n", "", 1))
+    planted.write_text(text.replace("      - star/evaluation/rewards.py\n", "", 1))
     _, stages = stage_deps.plan(planted)
     stale = [name for name, (w, d) in stages.items() if w != d]
     assert len(stale) == 1
     written, derived = stages[stale[0]]
-    assert set(derived) - set(written) == {"star/training/rewards.py"}
+    assert set(derived) - set(written) == {"star/evaluation/rewards.py"}
 
 
 def test_every_stage_that_scores_a_reward_depends_on_the_rewards():
     deps = _derived()
     for stage in ("grpo", "evaluate", "compare"):
-        assert _covers(deps[stage], "star/training/rewards.py"), stage
+        assert _covers(deps[stage], "star/evaluation/rewards.py"), stage
 
 
 def test_the_tool_observations_text_reruns_teacher_grpo_and_evaluate():

@@ -1,6 +1,6 @@
 import pytest
 
-from star.training.rewards import REWARDS, MissingScore, compute_reward, curriculum_stage, resolve
+from star.evaluation.rewards import REWARDS, MissingScore, compute_reward, curriculum_stage, resolve
 
 SCORES = {"cs_micro": 0.875, "cs_macro": 0.0, "hard_micro": 0.6, "hard_macro": 0.0, "success": False,
           "delivered": True}
@@ -56,9 +56,32 @@ def test_coverage_refuses_scores_that_predate_it_rather_than_reading_zero():
 
 
 def test_the_config_accepts_exactly_the_registered_rewards():
-    from typing import get_args
+    from pydantic import ValidationError
 
-    from star.training.config import RewardName
-    from star.training.rewards import SCHEDULED
+    from star.evaluation.rewards import names
+    from star.training.config import GRPOConfig
 
-    assert set(get_args(RewardName)) == set(REWARDS) | set(SCHEDULED)
+    for name in names():
+        assert GRPOConfig(reward=name).reward == name
+    with pytest.raises(ValidationError, match="unknown reward 'dense'"):
+        GRPOConfig(reward="dense")
+    with pytest.raises(ValidationError, match="unknown reward 'curriculum'"):
+        GRPOConfig(curriculum=[(1, "sum"), (2, "curriculum")])  # a schedule of schedules
+
+
+def test_a_second_reward_of_one_name_is_refused_not_overwritten():
+    from star.evaluation.rewards import register
+
+    with pytest.raises(ValueError, match="'sum' is already registered"):
+        register("sum")(lambda scores: 0.0)
+    assert compute_reward("sum", PERFECT, "answer") == 5.0
+
+
+def test_quality_pays_slot_credit_then_the_verdicts():
+    partial = {**SCORES, "slot_credit": 0.5}
+    assert compute_reward("quality", partial, "answer") == pytest.approx(0.5)
+    assert compute_reward("quality", {**PERFECT, "slot_credit": 1.0}, "answer") == 4.0
+    assert compute_reward("quality", {**PERFECT, "slot_credit": 1.0}, "format_error") == 0.0
+    assert compute_reward("quality", {"delivered": False}, "call_budget") == 0.0  # no plan: nothing missing
+    with pytest.raises(MissingScore, match="slot_credit"):
+        compute_reward("quality", SCORES, "answer")

@@ -1,10 +1,16 @@
 """Rewards from a trajectory's evaluation scores (spec §4), in a registry so the reward is a parameter.
 
-sum = cs_micro + cs_macro + hard_micro + hard_macro + success (dense); macro = cs_macro + hard_macro
-+ success (semi-sparse); success (sparse); curriculum switches among them by epoch; coverage = sum x the
-share of the query's days the plan covers (not the paper's: sum pays a one-day stub of a 3-day trip about
-what a real plan earns, since the checks of meals and stays it omits pass vacuously). A format error earns
-0 whatever the plan would have scored.
+The paper's: sum = cs_micro + cs_macro + hard_micro + hard_macro + success (dense); macro = cs_macro +
+hard_macro + success (semi-sparse); success (sparse); curriculum switches among them by epoch. On
+official-mode scores they are exactly the paper's; a weak policy games `sum` there with stubs (an empty
+day passes the official checks of what it omits), which strict mode refuses (star.evaluation.slots).
+
+Ours: quality = slot credit + cs_macro + hard_macro + success, the one that ranks plans by quality
+(`ORDERED`, pinned by tests/evaluation/test_reward_ordering.py): slot credit pays each required slot
+filled with a valid item, so partial work earns partial credit and an empty skeleton earns only its cities
+and legs; the three verdicts pay a plan that meets every constraint above any with a wrong item.
+coverage = sum x the share of the query's days covered (kept for the runs that used it; an empty
+full-length plan games it). A format error earns 0 whatever the plan would have scored.
 """
 
 from __future__ import annotations
@@ -18,15 +24,26 @@ class MissingScore(KeyError):
     """The scores lack a value this reward needs (written by an older evaluator)."""
 
 REWARDS: dict[str, RewardFn] = {}
+ORDERED: set[str] = set()  # rewards that claim to rank plans by quality (the ordering test holds them to it)
 SCHEDULED = ("curriculum",)  # names resolved per epoch, not scored directly
 DEFAULT_CURRICULUM: tuple[tuple[int, str], ...] = ((1, "sum"), (3, "macro"), (5, "success"))
 
 
-def register(name: str):
+def register(name: str, *, ordered: bool = False):
+    """Add a reward under `name` (a second registration of a name is an error, not an overwrite)."""
     def wrap(fn: RewardFn) -> RewardFn:
+        if name in REWARDS or name in SCHEDULED:
+            raise ValueError(f"reward {name!r} is already registered")
         REWARDS[name] = fn
+        if ordered:
+            ORDERED.add(name)
         return fn
     return wrap
+
+
+def names() -> list[str]:
+    """Every reward a run may name: the registry's, then the scheduled ones (the CLIs' and configs' one list)."""
+    return [*REWARDS, *SCHEDULED]
 
 
 def _get(scores, key: str) -> float:
@@ -47,6 +64,15 @@ def coverage_reward(scores) -> float:
         raise MissingScore("the coverage reward needs the plan's 'coverage' score; these scores predate it "
                            "(re-score the plans with the current evaluator)")
     return base * _get(scores, "coverage") if base else 0.0
+
+
+@register("quality", ordered=True)
+def quality_reward(scores) -> float:
+    has = ("slot_credit" in scores) if isinstance(scores, dict) else hasattr(scores, "slot_credit")
+    if not has and _get(scores, "delivered"):
+        raise MissingScore("the quality reward needs the plan's 'slot_credit' score; these scores predate it "
+                           "(re-score the plans with the current evaluator)")
+    return _get(scores, "slot_credit") + _get(scores, "cs_macro") + _get(scores, "hard_macro") + _get(scores, "success")
 
 
 @register("macro")
@@ -72,7 +98,7 @@ def resolve(name: str, epoch: int = 1, schedule: Sequence[tuple[int, str]] = DEF
     if name == "curriculum":
         return curriculum_stage(epoch, schedule)
     if name not in REWARDS:
-        raise ValueError(f"unknown reward {name!r} (expected one of {sorted(REWARDS) + list(SCHEDULED)})")
+        raise ValueError(f"unknown reward {name!r} (expected one of {names()})")
     return name
 
 

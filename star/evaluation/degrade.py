@@ -1,0 +1,100 @@
+"""Hand-made degradations of a certified plan, for holding a reward to the order of plan quality.
+
+Each takes (query, certified plan) and returns a new plan; `QUALITY_ORDER` is the ranking a reward that
+claims to order plans by quality must reproduce on every query (tests/evaluation/test_reward_ordering.py,
+docs/evaluation-modes.md). The plans are what a weak policy writes: one mistake, a trip that never comes
+home, a one-day stub, a skeleton of cities and legs, invented names, a form of dashes.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+from star.evaluation import commonsense as C
+
+ITEM_KEYS = ("breakfast", "attraction", "lunch", "dinner", "accommodation")
+Degrade = Callable[[dict, list[dict]], list[dict]]
+
+
+def _invented(kind: str, day: dict, n: int) -> str:
+    _, b, city = C._strict_day_cities(day)
+    return f"Invented {kind} {n}, {b or city or 'Nowhere'}"
+
+
+def one_wrong_item(query: dict, plan: list[dict]) -> list[dict]:
+    """The first named meal becomes a restaurant that is not in the database (its city kept)."""
+    out = copy.deepcopy(plan)
+    for day in out:
+        for meal in C.MEALS:
+            if C._s(day.get(meal)) is not None:
+                city = day[meal].rsplit(",", 1)[-1].strip()
+                day[meal] = f"Invented Bistro, {city}"
+                return out
+    raise ValueError("the plan names no meal to get wrong")
+
+
+def last_day_dropped(query: dict, plan: list[dict]) -> list[dict]:
+    return copy.deepcopy(plan[:-1])
+
+
+def first_day_only(query: dict, plan: list[dict]) -> list[dict]:
+    return copy.deepcopy(plan[:1])
+
+
+def skeleton(query: dict, plan: list[dict]) -> list[dict]:
+    """Every day, only its cities and transportation: no search needed but the flights."""
+    return [{**day, **dict.fromkeys(ITEM_KEYS, "-")} for day in copy.deepcopy(plan)]
+
+
+def invented_names(query: dict, plan: list[dict]) -> list[dict]:
+    """Every meal, attraction and stay the plan names replaced by a name that is not in the database."""
+    out = copy.deepcopy(plan)
+    n = 0
+    for day in out:
+        for key in ITEM_KEYS:
+            if C._s(day.get(key)) is not None:
+                n += 1
+                day[key] = _invented(key, day, n)
+    return out
+
+
+def dashes(query: dict, plan: list[dict]) -> list[dict]:
+    """Every field "-": the form, with nothing in it."""
+    return [{k: (v if k == "days" else "-") for k, v in day.items()} for day in copy.deepcopy(plan)]
+
+
+DEGRADATIONS: dict[str, Degrade] = {
+    "certified": lambda q, p: copy.deepcopy(p),
+    "one wrong item": one_wrong_item,
+    "last day dropped": last_day_dropped,
+    "first day only": first_day_only,
+    "skeleton (cities + transport)": skeleton,
+    "invented names": invented_names,
+    "every field -": dashes,
+}
+# (better, worse, strictly?) pairs: certified > one wrong > last day dropped > {first day, skeleton, invented}
+# >= dashes >= 0 (the last as a bound, checked separately).
+_MIDDLE = ("first day only", "skeleton (cities + transport)", "invented names")
+QUALITY_ORDER: tuple[tuple[str, str, bool], ...] = (
+    ("certified", "one wrong item", True),
+    ("one wrong item", "last day dropped", True),
+    *(("last day dropped", m, True) for m in _MIDDLE),
+    *((m, "every field -", False) for m in _MIDDLE),
+)
+
+
+def degraded_plans(query: dict) -> dict[str, list[dict]]:
+    """Every degradation of the query's certified `reference_plan`."""
+    plan = query.get("reference_plan")
+    if not plan:
+        raise ValueError(f"query {query.get('id')!r} has no reference_plan to degrade")
+    return {name: fn(query, plan) for name, fn in DEGRADATIONS.items()}
+
+
+def order_violations(values: dict[str, float]) -> list[str]:
+    """The pairs of QUALITY_ORDER that `values` (degradation -> reward) break."""
+    bad = [f"{a} ({values[a]:.3f}) {'>' if strict else '>='} {b} ({values[b]:.3f})"
+           for a, b, strict in QUALITY_ORDER
+           if not (values[a] > values[b] if strict else values[a] >= values[b])]
+    return bad + [f"{k} ({v:.3f}) >= 0" for k, v in values.items() if v < 0]

@@ -1,0 +1,162 @@
+"""The slots a query requires of a plan, and which of them a plan fills with a valid item.
+
+A query of D days visiting k cities needs k + 1 travel legs (out, between cities, home), so
+F = D - (k + 1) full days. Its required slots: a current city every day, a transportation on each
+of the k + 1 travel days, an accommodation every night (D - 1), an attraction and three meals every
+full day (travel days' meals are optional: a filled one counts towards the meals, capped).
+
+An item is valid when the strict evaluator would accept it on its own: it exists in the database
+under its exact name and city, lies in the day's city, is not a repeat of an earlier item, and (a
+stay) meets the hotel's minimum nights; a current city must be a database city on the trip (origin
+or destination), day 1 must leave the origin and day D come home. Slot credit = valid slots / required
+slots, in [0, 1]: one reading in both evaluator modes, since it is not a check of the official script.
+
+The strict evaluator uses `empty` to refuse vacuous passes: a check that passed only because the
+plan left its slots out (no meals, no stays, no return leg) does not pass in strict mode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from star.evaluation import commonsense as C
+from star.evaluation import fields as F
+from star.evaluation.lookup import Lookup
+
+CATEGORIES = ("city", "transportation", "accommodation", "attraction", "meal")
+# Which slots each strict commonsense check examines: the check passes vacuously when they are empty.
+CHECK_SLOTS = {
+    "is_reasonable_visiting_city": "city", "is_valid_information_in_current_city": "city",
+    "is_valid_information_in_sandbox": "city", "is_valid_transportation": "transportation",
+    "is_valid_accommodation": "accommodation", "is_valid_attractions": "attraction",
+    "is_valid_restaurants": "meal",
+}
+VACUOUS = "vacuous pass refused: "
+
+
+@dataclass
+class Slots:
+    """Per category: slots the query requires, slots the plan fills, and filled slots that are valid."""
+
+    required: dict[str, int]
+    filled: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
+    valid: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0))
+
+    def __post_init__(self) -> None:
+        for box in (self.filled, self.valid):  # extra items (e.g. meals on travel days) never exceed the need
+            for k in CATEGORIES:
+                box[k] = min(box.get(k, 0), self.required[k])
+
+    @property
+    def n_required(self) -> int:
+        return sum(self.required.values())
+
+    @property
+    def credit(self) -> float:
+        return sum(self.valid.values()) / max(self.n_required, 1)
+
+    def empty(self, category: str | None = None) -> int:
+        """Required slots the plan leaves empty (in one category, or all)."""
+        cats = CATEGORIES if category is None else (category,)
+        return sum(self.required[k] - self.filled[k] for k in cats)
+
+
+def required_slots(query: dict) -> dict[str, int]:
+    days = int(query["days"])
+    legs = min(int(query.get("visiting_city_number") or 1) + 1, days)
+    full = max(days - legs, 0)
+    return {"city": days, "transportation": legs, "accommodation": max(days - 1, 0),
+            "attraction": full, "meal": 3 * full}
+
+
+def _trip_cities(query: dict, lk: Lookup) -> set[str]:
+    """Casefolded cities a day may be in: the origin and the destination (a city, or a state's cities)."""
+    dest = str(query["dest"])
+    if int(query["days"]) <= 3:
+        allowed = {dest}
+    else:
+        allowed = {c for c, state in lk.db.city_states.items() if state == dest} or {dest}
+    return {c.casefold() for c in allowed | {str(query["org"])}}
+
+
+def _alone(day: dict, key: str, value: str) -> dict:
+    """The day with only its city and one item: the strict per-day checks then judge that item alone."""
+    return {"current_city": day.get("current_city"), key: value}
+
+
+def _ok(q: dict, day: dict, i: int, lk: Lookup) -> bool:
+    return C._strict_current_city(day, i) is None and C._strict_sandbox_day(q, day, i, lk) is None
+
+
+def plan_slots(query: dict, plan, lk: Lookup) -> Slots:
+    """Which required slots `plan` fills, and with how many valid items (strict reading, never raises)."""
+    slots = Slots(required=required_slots(query))
+    if not isinstance(plan, list):
+        return slots
+    n = int(query["days"])
+    days = [d if isinstance(d, dict) else {} for d in plan[:n]]
+    canon = C._canonical_cities(lk)
+    trip = _trip_cities(query, lk)
+    org = str(query["org"])
+    filled = dict.fromkeys(CATEGORIES, 0)
+    valid = dict.fromkeys(CATEGORIES, 0)
+    seen_meals: set = set()
+    seen_sights: set = set()
+    kinds: list[set] = []  # the kinds of each valid leg's day
+    for i, day in enumerate(days):
+        a, b, city = C._strict_day_cities(day)
+        cities = [a, b] if a is not None else [city]
+        if cities != [None]:
+            filled["city"] += 1
+            known = all(c is not None and c.casefold() in canon and c.casefold() in trip for c in cities)
+            leaves = i != 0 or C._same(a, org)
+            home = i != n - 1 or C._same(b, org)
+            valid["city"] += known and leaves and home
+        t = C._s(day.get("transportation"))
+        if t is not None:
+            filled["transportation"] += 1
+            if _ok(query, _alone(day, "transportation", t), i, lk):
+                valid["transportation"] += 1
+                kinds.append({F.transport_kind(seg, strict=True) for seg in F.strict_segments(t)})
+        for meal in C.MEALS:
+            v = C._s(day.get(meal))
+            if v is None:
+                continue
+            filled["meal"] += 1
+            key = C._strict_key(v)
+            valid["meal"] += key not in seen_meals and _ok(query, _alone(day, meal, v), i, lk)
+            seen_meals.add(key)
+        v = C._s(day.get("attraction"))
+        if v is not None:
+            filled["attraction"] += 1
+            keys = [C._strict_key(p) for p in F.strict_attraction_pieces(v)]
+            valid["attraction"] += bool(keys) and not any(k in seen_sights for k in keys) \
+                and len(set(keys)) == len(keys) and _ok(query, _alone(day, "attraction", v), i, lk)
+            seen_sights.update(keys)
+    # Self-driving excludes flights and taxis: in a conflicting plan its days are the invalid ones.
+    used = set().union(*kinds)
+    if "Self-driving" in used and used & {"Flight", "Taxi"}:
+        valid["transportation"] -= sum(1 for k in kinds if "Self-driving" in k)
+    _stays(query, days, lk, filled, valid)
+    return Slots(required=slots.required, filled=filled, valid=valid)
+
+
+def _stays(query: dict, days: list[dict], lk: Lookup, filled: dict, valid: dict) -> None:
+    """Nights 1..D-1: a run of one hotel counts its valid nights when the run meets the hotel's minimum."""
+    runs: list[list] = []  # [key, first value, [night valid?, ...]]
+    for i, day in enumerate(days[: max(int(query["days"]) - 1, 0)]):
+        v = C._s(day.get("accommodation"))
+        if v is None:
+            runs.append([None, None, []])
+            continue
+        filled["accommodation"] += 1
+        key, ok = C._strict_key(v), _ok(query, _alone(day, "accommodation", v), i, lk)
+        if runs and runs[-1][0] == key:
+            runs[-1][2].append(ok)
+        else:
+            runs.append([key, v, [ok]])
+    for key, v, nights in runs:
+        nc = F.strict_name_city(v) if key is not None else None
+        rows = lk.exact("accommodations", *nc) if nc else []
+        if rows and len(nights) >= rows[0].minimum_nights:
+            valid["accommodation"] += sum(nights)

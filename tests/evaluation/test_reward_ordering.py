@@ -1,0 +1,64 @@
+"""Rewards that claim to rank plans by quality do, on certified plans and their hand-made degradations.
+
+A certified plan (synthesis' reference plan: it meets every constraint) > the same with one wrong item >
+the same with its last day dropped > each of {its first day only, a skeleton of cities and transport,
+every item an invented name} >= every field "-" >= 0, for every query tried, on both databases.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from star.agent.env import score_plan
+from star.evaluation.degrade import DEGRADATIONS, degraded_plans, order_violations
+from star.evaluation.rewards import ORDERED, compute_reward
+from star.synthesis.pipeline import synthesize
+
+
+@pytest.fixture(scope="module")
+def certified(any_db):
+    queries = synthesize(any_db, 12, seed=11)
+    assert {q["days"] for q in queries} == {3, 5, 7}
+    return any_db, queries
+
+
+def test_the_travelplanner_profiles_train_with_an_ordered_reward():
+    from star.config import resolve
+
+    for profile in ("smoke", "cpu", "travel"):
+        assert resolve(profile).values["rl"]["reward"] in ORDERED, profile
+
+
+@pytest.mark.parametrize("reward", sorted(ORDERED))
+def test_an_ordered_reward_ranks_every_degradation_of_every_certified_plan(certified, reward):
+    db, queries = certified
+    for q in queries:
+        values = {name: compute_reward(reward, score_plan(q, plan, db, "strict"), "answer")
+                  for name, plan in degraded_plans(q).items()}
+        assert not order_violations(values), f"{q['id']} ({q['days']} days): {order_violations(values)}"
+
+
+def test_a_form_of_dashes_earns_nothing_and_a_skeleton_only_its_cities_and_legs(certified):
+    db, queries = certified
+    q = next(q for q in queries if q["days"] == 3)
+    plans = degraded_plans(q)
+    assert compute_reward("quality", score_plan(q, plans["every field -"], db, "strict"), "answer") == 0.0
+    skeleton = score_plan(q, plans["skeleton (cities + transport)"], db, "strict")
+    assert skeleton["slot_credit"] == pytest.approx(5 / 11)  # 3 cities + 2 legs of 11 required slots
+    assert "is_valid_restaurants" in skeleton["vacuous"] and "is_valid_accommodation" in skeleton["vacuous"]
+
+
+def test_the_paper_rewards_keep_their_formulas_and_are_gamed_by_stubs_in_official_mode(certified):
+    db, queries = certified
+    q = next(q for q in queries if q["days"] == 3)
+    plans = degraded_plans(q)
+    official = {k: compute_reward("sum", score_plan(q, p, db, "official"), "answer") for k, p in plans.items()}
+    # the official checks pass what a plan omits: an empty skeleton earns what one wrong restaurant earns
+    assert official["skeleton (cities + transport)"] >= official["one wrong item"]
+    assert official["certified"] == 5.0
+
+
+def test_the_degradations_are_the_table_in_the_docs():
+    text = (__import__("pathlib").Path(__file__).resolve().parents[2] / "docs" / "evaluation-modes.md").read_text()
+    for name in DEGRADATIONS:
+        assert f"| {name} |" in text, name
