@@ -46,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["CUDA_VISIBLE_DEVICES"] = ""  # DeepSpeed then picks its CPU accelerator
     from star.sandbox.database import load_database
     from star.synthesis.pipeline import synthesize
-    from star.training.config import GRPOConfig, SFTConfig, SmokeModelConfig
+    from star.training.config import SFTConfig, SmokeModelConfig
+    from star.training.rl_config import GRPOConfig
     from star.training.grpo import train_grpo
     from star.training.metrics import read_metrics
     from star.training.models import build_smoke

@@ -151,7 +151,8 @@ def grpo_suite(args) -> int:
 
     from star.qa.cli_learn import _learn_config
     from star.qa.learn import read_jsonl, split_questions, train
-    from star.training.config import GRPOConfig, resolve_config
+    from star.training.config import resolve_config
+    from star.training.rl_config import GRPOConfig
 
     torch.set_num_threads(args.threads)
     if not args.model:
@@ -286,7 +287,7 @@ def _cpu_grpo_step(args, backend: str) -> dict:
     from star.config import resolve
     from star.sandbox.database import load_database
     from star.synthesis.pipeline import synthesize
-    from star.training.config import GRPOConfig
+    from star.training.rl_config import GRPOConfig
     from star.training.grpo import GRPOTrainer
 
     rl = GRPOConfig(**{**resolve("cpu").sections["rl"].model_dump(), "max_steps": 1, "save_every": 0,

@@ -38,7 +38,7 @@ SECTION_MODELS: dict[str, str] = {
     "teacher": "star.agent.config:TeacherConfig",
     "model": "star.training.config:ModelConfig",
     "sft": "star.training.config:SFTConfig",
-    "rl": "star.training.config:GRPOConfig",
+    "rl": "star.training.rl_config:GRPOConfig",
     "launch": "star.training.config:LaunchConfig",
     "sft_data": "star.agent.config:SFTDataConfig",
     "eval": "star.agent.config:EvalConfig",

@@ -58,7 +58,7 @@ def metrics(trajectories: list[Trajectory], queries: list[dict], db: Database, m
     loophole audit: every plan scored in both modes (flat `official_*` / `strict_*` / `loophole_gap*` keys)."""
     from collections import Counter
 
-    from star.evaluation.audit import audit_scores, score_both
+    from star.evaluation.audit import audit_scores, hacking_audit, score_both
     from star.evaluation.evaluator import MODES, aggregate
     from star.evaluation.lookup import Lookup
     from star.evaluation.rewards import REWARDS, MissingScore, compute_reward
@@ -76,12 +76,15 @@ def metrics(trajectories: list[Trajectory], queries: list[dict], db: Database, m
     # The training rewards of these episodes (scored in the episodes' own evaluator mode), so a policy's
     # reward on its RL queries can be measured before and after training.
     out["mean_reward"] = {}
+    per_episode: dict[str, list[float]] = {}
     for name in REWARDS:
         try:
-            out["mean_reward"][name] = sum(compute_reward(name, t.scores, t.finish_reason)
-                                           for t in trajectories) / max(len(trajectories), 1)
+            per_episode[name] = [compute_reward(name, t.scores, t.finish_reason) for t in trajectories]
         except MissingScore:  # episodes journaled by an older evaluator: that reward is left out, not 0
             continue
+        out["mean_reward"][name] = sum(per_episode[name]) / max(len(trajectories), 1)
+    # Which of these plans are not plans, and how much of each reward they earn (strict reading).
+    out.update(hacking_audit([b["strict"].to_dict() for b in both], per_episode))
     return out
 
 
@@ -96,8 +99,12 @@ def metric_table(m: dict) -> str:
         from star.evaluation.audit import audit_table
 
         lines += ["", "loophole audit (every plan scored in both evaluator modes):", "", audit_table(m)]
+    if "hacked_rate" in m:
+        from star.evaluation.audit import hacking_table
+
+        lines += ["", hacking_table(m)]
     if m.get("mean_reward"):
-        lines.append("mean reward per episode: " + ", ".join(f"{k} {v:.3f}" for k, v in m["mean_reward"].items()))
+        lines += ["", "mean reward per episode: " + ", ".join(f"{k} {v:.3f}" for k, v in m["mean_reward"].items())]
     return "\n".join(lines)
 
 

@@ -1,6 +1,11 @@
 """`star evaluate`: score a plans file against its queries and write the metrics + per-plan verdicts.
 
-    star evaluate --queries Q.jsonl --plans P.jsonl [--db DIR|generated] [--mode strict|official] --out R.json
+    star evaluate --queries Q.jsonl --plans P.jsonl [--db DIR|generated] [--mode strict|official]
+                  [--reward NAME] --out R.json
+
+`--reward NAME` (a reward of star.evaluation.rewards) writes each plan's reward into `per_plan` (key `reward`)
+and the mean into the report (`reward`), scored on the report's mode; a plan file has no finish reason, so
+each plan is scored as an answer.
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ def add_arguments(parser) -> None:
                         help="denominators: own plans (default) or an official split's fixed N/8N/H")
     parser.add_argument("--match", choices=("auto", "idx", "order"), default="auto",
                         help="pair plans with queries by idx, by line order, or decide from the file (auto)")
+    from star.evaluation.rewards import REWARDS
+
+    parser.add_argument("--reward", choices=list(REWARDS), default=None,
+                        help="score every plan with this reward too (per_plan[].reward and its mean)")
     parser.add_argument("--out", required=True, help="where to write the JSON report (written atomically)")
     parser.add_argument("--formatter-url", default=None,
                         help="optional OpenAI-compatible endpoint (…/v1) that rewrites free-form text plans")
@@ -45,12 +54,13 @@ def write_json_atomic(path: str | Path, data) -> None:
 
 
 def evaluate_files(queries_path, plans_path, db_spec=None, mode: str = "strict", split: str = "own",
-                   match: str = "auto", progress: bool = True, formatter=None) -> dict:
+                   match: str = "auto", progress: bool = True, formatter=None, reward: str | None = None) -> dict:
     """The report `star evaluate` writes (also usable from Python)."""
     from tqdm import tqdm
 
-    from star.evaluation.audit import audit_scores, score_both
+    from star.evaluation.audit import audit_scores, hacking_audit, score_both
     from star.evaluation.evaluator import aggregate
+    from star.evaluation.rewards import REWARDS, compute_reward
     from star.evaluation.lookup import Lookup
     from star.evaluation.plans_io import match_plans, read_plan_lines
     from star.evaluation.queries import load_queries
@@ -70,11 +80,18 @@ def evaluate_files(queries_path, plans_path, db_spec=None, mode: str = "strict",
         score = both[-1][mode]
         scores.append(score)
         per_plan.append({"line": ln.line, "idx": ln.idx, "query_index": qi, "error": ln.error, **score.to_dict()})
-    return {
+        if reward:
+            per_plan[-1]["reward"] = compute_reward(reward, per_plan[-1], "answer")
+    rewards = {name: [compute_reward(name, p, "answer") for p in per_plan] for name in REWARDS}
+    report = {
         "mode": mode, "split": split, "queries": str(queries_path), "plans": str(plans_path), "db": db.source,
-        "matched_by": rule, "aggregates": aggregate(scores, split=split), "audit": audit_scores(both),
+        "matched_by": rule, "aggregates": aggregate(scores, split=split),
+        "audit": {**audit_scores(both), **hacking_audit([b["strict"].to_dict() for b in both], rewards)},
         "errors": [ln.error for ln in lines if ln.error], "per_plan": per_plan,
     }
+    if reward:
+        report["reward"] = {"name": reward, "mean": sum(rewards[reward]) / max(len(per_plan), 1)}
+    return report
 
 
 def format_table(agg: dict) -> str:
@@ -101,7 +118,7 @@ def run(args) -> int:
         formatter = LLMFormatter(FormatterConfig(base_url=args.formatter_url, model=args.formatter_model))
     try:
         report = evaluate_files(args.queries, args.plans, args.db, args.mode, args.split, args.match,
-                                formatter=formatter)
+                                formatter=formatter, reward=args.reward)
     except (QueryError, PlanFileError, DatabaseError) as exc:
         print(f"star evaluate: {exc}", file=sys.stderr)
         return 2
@@ -112,8 +129,11 @@ def run(args) -> int:
     print(f"mode={args.mode} split={args.split} plans={agg['n']} matched_by={report['matched_by']} "
           f"bad_lines={len(report['errors'])} official_aborts={agg['aborted']}")
     print(format_table(agg))
-    from star.evaluation.audit import audit_table
+    from star.evaluation.audit import audit_table, hacking_table
 
     print("\nloophole audit (every plan scored in both evaluator modes):\n" + audit_table(report["audit"]))
+    print("\n" + hacking_table(report["audit"]))
+    if args.reward:
+        print(f"\nmean reward ({args.reward}): {report['reward']['mean']:.3f} over {agg['n']} plans")
     print(f"wrote {args.out}")
     return 0

@@ -38,6 +38,15 @@ def last_day_dropped(query: dict, plan: list[dict]) -> list[dict]:
     return copy.deepcopy(plan[:-1])
 
 
+def never_home(query: dict, plan: list[dict]) -> list[dict]:
+    """Every day kept, but the last one stays at the destination: no return leg."""
+    out = copy.deepcopy(plan)
+    before = out[-2] if len(out) > 1 else out[-1]
+    a, b, city = C._strict_day_cities(before)
+    out[-1] = {**out[-1], "current_city": b or city or "-", "transportation": "-"}
+    return out
+
+
 def first_day_only(query: dict, plan: list[dict]) -> list[dict]:
     return copy.deepcopy(plan[:1])
 
@@ -68,17 +77,20 @@ DEGRADATIONS: dict[str, Degrade] = {
     "certified": lambda q, p: copy.deepcopy(p),
     "one wrong item": one_wrong_item,
     "last day dropped": last_day_dropped,
+    "never comes home": never_home,
     "first day only": first_day_only,
     "skeleton (cities + transport)": skeleton,
     "invented names": invented_names,
     "every field -": dashes,
 }
 # (better, worse, strictly?) pairs: certified > one wrong > last day dropped > {first day, skeleton, invented}
-# >= dashes >= 0 (the last as a bound, checked separately).
+# >= dashes >= 0 (the last as a bound, checked separately); a trip that never comes home costs more than one
+# wrong restaurant too.
 _MIDDLE = ("first day only", "skeleton (cities + transport)", "invented names")
 QUALITY_ORDER: tuple[tuple[str, str, bool], ...] = (
     ("certified", "one wrong item", True),
     ("one wrong item", "last day dropped", True),
+    ("one wrong item", "never comes home", True),
     *(("last day dropped", m, True) for m in _MIDDLE),
     *((m, "every field -", False) for m in _MIDDLE),
 )

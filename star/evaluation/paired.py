@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from star.evaluation.audit import HACK_FLAGS, HACK_LABELS, hack_flags
 from star.evaluation.evaluator import MODES
 from star.evaluation.rewards import REWARDS as REWARD_REGISTRY
 
@@ -25,7 +26,12 @@ LABELS = {"delivered": "plan delivered", "cs_micro": "commonsense micro", "cs_ma
           "hard_micro": "hard micro", "hard_macro": "hard macro", "success": "success",
           "tool_calls": "tool calls / episode", "policy_tokens": "policy tokens / episode",
           "answer": "ended with an answer", "context_overflow": "context full", "call_budget": "call budget spent",
-          "format_error": "format error", "loophole": "loophole (official pass, strict fail)"}
+          "format_error": "format error", "loophole": "loophole (official pass, strict fail)",
+          "slot_credit": "slot credit (valid share of required slots)",
+          **{f"hack_{k}": f"plan: {v}" for k, v in HACK_LABELS.items()}}
+# The reward-hacking audit per episode (strict reading): flags of the plan, its slot credit, and the
+# reward the flagged plans earn (reward x flagged), so a rise in stub plans shows as a paired difference.
+AUDIT = (*(f"hack_{k}" for k in (*HACK_FLAGS, "hacked")), "slot_credit")
 
 
 @dataclass
@@ -69,6 +75,12 @@ def episode_values(traj: dict, query: dict, db) -> Episode:
         for box in ("commonsense", "hard"):
             for check, (ok, _) in s["checks"].get(box, {}).items():
                 values[f"{mode}/{box}:{check}"] = float(ok is True)
+        if mode == "strict":
+            flags = hack_flags(s)
+            values.update({f"hack_{k}": float(v) for k, v in flags.items()})
+            values["slot_credit"] = float(s.get("slot_credit", 0.0))
+            for name in REWARD_REGISTRY:
+                values[f"hacked_reward_{name}"] = values[f"strict/reward_{name}"] * flags["hacked"]
     values["loophole"] = float(values["official/success"] == 1 and values["strict/success"] == 0)
     values["tool_calls"] = float(traj.get("tool_calls", 0))
     values["policy_tokens"] = float(traj.get("n_policy_tokens", 0))
@@ -117,6 +129,7 @@ def compare(before: list[dict], after: list[dict], queries: list[dict], db,
             "checks": [row(k) for k in checks],
         }
     out["behaviour"] = [row(k) for k in BEHAVIOUR] + [row("loophole")]
+    out["audit"] = [row(k) for k in AUDIT] + [row(f"hacked_reward_{n}") for n in REWARD_REGISTRY]
     levels = sorted({e.level for e in eps["before"]}, key=lambda lv: ("easy", "medium", "hard").index(lv)
                     if lv in ("easy", "medium", "hard") else 9)
     level_of = {e.query: e.level for e in eps["before"]}
@@ -136,6 +149,8 @@ def _label(key: str) -> str:
         return f"{'cs' if box == 'commonsense' else 'hard'}: {check}"
     if base.startswith("reward_"):
         return f"reward ({base.removeprefix('reward_')})"
+    if base.startswith("hacked_reward_"):
+        return f"reward ({base.removeprefix('hacked_reward_')}) earned by incomplete plans"
     return LABELS.get(base, base)
 
 
@@ -168,7 +183,14 @@ def render_markdown(result: dict) -> str:
         m = result["modes"][mode]
         lines += [f"## {mode} evaluator", "", *_table(m["headline"] + m["rewards"][1:], names), "",
                   f"### constraints ({mode})", "", *_table(m["checks"], names), ""]
-    lines += ["## behaviour", "", *_table(result["behaviour"], names), "", "## by level", ""]
+    lines += ["## behaviour", "", *_table(result["behaviour"], names), ""]
+    if result.get("audit"):  # comparisons written before the audit existed have none
+        lines += ["## reward-hacking audit (strict reading)", "",
+                  "Per episode: 1 when the plan is delivered and is flagged (a plan that covers fewer days, leaves "
+                  "required slots empty or passes a check only vacuously); the reward rows are the reward such "
+                  "plans earn. A gain that rises here came from plans that are not plans.", "",
+                  *_table(result["audit"], names), ""]
+    lines += ["## by level", ""]
     for lv, rows in result["by_level"].items():
         lines += [f"### {lv} ({rows[0]['queries']} queries)", "", *_table(rows, names, with_mode=True), ""]
     return "\n".join(lines)
@@ -214,7 +236,7 @@ def plot(result: dict, path: str | Path, mode: str = "official") -> Path:
 def flat_metrics(result: dict) -> dict[str, float]:
     """The numbers a tracker logs: headline and behaviour diffs, s.e. and z (official and strict)."""
     out: dict[str, float] = {"queries": float(result["queries"])}
-    rows = [*result["behaviour"]] + [r for mode in MODES for r in result["modes"][mode]["headline"]
+    rows = [*result["behaviour"], *result.get("audit", [])] + [r for mode in MODES for r in result["modes"][mode]["headline"]
                                      + result["modes"][mode]["rewards"]]
     for r in rows:
         key = r["key"].replace("/", ".")

@@ -5,7 +5,7 @@ hard_macro + success (semi-sparse); success (sparse); curriculum switches among 
 official-mode scores they are exactly the paper's; a weak policy games `sum` there with stubs (an empty
 day passes the official checks of what it omits), which strict mode refuses (star.evaluation.slots).
 
-Ours: quality = slot credit + cs_macro + hard_macro + success, the one that ranks plans by quality
+Ours: quality = slot credit + cs_macro + cs_macro x hard_macro + success, the one that ranks plans by quality
 (`ORDERED`, pinned by tests/evaluation/test_reward_ordering.py): slot credit pays each required slot
 filled with a valid item, so partial work earns partial credit and an empty skeleton earns only its cities
 and legs; the three verdicts pay a plan that meets every constraint above any with a wrong item.
@@ -72,7 +72,9 @@ def quality_reward(scores) -> float:
     if not has and _get(scores, "delivered"):
         raise MissingScore("the quality reward needs the plan's 'slot_credit' score; these scores predate it "
                            "(re-score the plans with the current evaluator)")
-    return _get(scores, "slot_credit") + _get(scores, "cs_macro") + _get(scores, "hard_macro") + _get(scores, "success")
+    # hard macro counts only beside cs macro: the hard gate lets a trip that never comes home pass it
+    cs = _get(scores, "cs_macro")
+    return _get(scores, "slot_credit") + cs + cs * _get(scores, "hard_macro") + _get(scores, "success")
 
 
 @register("macro")

@@ -3,7 +3,8 @@
 A query of D days visiting k cities needs k + 1 travel legs (out, between cities, home), so
 F = D - (k + 1) full days. Its required slots: a current city every day, a transportation on each
 of the k + 1 travel days, an accommodation every night (D - 1), an attraction and three meals every
-full day (travel days' meals are optional: a filled one counts towards the meals, capped).
+full day. Travel days' meals and sights are optional: they are not counted, so an extra one cannot
+stand in for a wrong or missing one on a full day.
 
 An item is valid when the strict evaluator would accept it on its own: it exists in the database
 under its exact name and city, lies in the day's city, is not a repeat of an earlier item, and (a
@@ -118,20 +119,23 @@ def plan_slots(query: dict, plan, lk: Lookup) -> Slots:
             if _ok(query, _alone(day, "transportation", t), i, lk):
                 valid["transportation"] += 1
                 kinds.append({F.transport_kind(seg, strict=True) for seg in F.strict_segments(t)})
+        full = a is None  # a travel day's meals and sights are optional: not counted, but a repeat of them is
         for meal in C.MEALS:
             v = C._s(day.get(meal))
             if v is None:
                 continue
-            filled["meal"] += 1
             key = C._strict_key(v)
-            valid["meal"] += key not in seen_meals and _ok(query, _alone(day, meal, v), i, lk)
+            if full:
+                filled["meal"] += 1
+                valid["meal"] += key not in seen_meals and _ok(query, _alone(day, meal, v), i, lk)
             seen_meals.add(key)
         v = C._s(day.get("attraction"))
         if v is not None:
-            filled["attraction"] += 1
             keys = [C._strict_key(p) for p in F.strict_attraction_pieces(v)]
-            valid["attraction"] += bool(keys) and not any(k in seen_sights for k in keys) \
-                and len(set(keys)) == len(keys) and _ok(query, _alone(day, "attraction", v), i, lk)
+            if full:
+                filled["attraction"] += 1
+                valid["attraction"] += bool(keys) and not any(k in seen_sights for k in keys) \
+                    and len(set(keys)) == len(keys) and _ok(query, _alone(day, "attraction", v), i, lk)
             seen_sights.update(keys)
     # Self-driving excludes flights and taxis: in a conflicting plan its days are the invalid ones.
     used = set().union(*kinds)

@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
         if args.step == "data":
             result = learn.write_data(cfg, out)
         elif args.step == "grpo":
-            from star.training.config import GRPOConfig, resolve_config
+            from star.training.config import resolve_config
+            from star.training.rl_config import GRPOConfig
 
             _need(args, "model", "queries")
             rl = resolve_config(GRPOConfig, "rl", None, args.config)

@@ -48,6 +48,12 @@ class Metric:
     percent: bool = True                         # a rate in [0, 1], shown in %; else shown as is
 
 
+def _flagged(scores: dict) -> bool:
+    from star.evaluation.audit import hack_flags
+
+    return hack_flags(scores)["hacked"]
+
+
 def _reward_value(scores: dict, finish_reason: str, reward: str) -> float:
     from star.evaluation.rewards import compute_reward
 
@@ -71,6 +77,12 @@ HEADLINE: dict[str, Metric] = {
     "answered": Metric("answered", lambda s, f, r: float(f == "answer"), ()),
     "format_error": Metric("format error", lambda s, f, r: float(f == "format_error"), ()),
     "context_full": Metric("context full", lambda s, f, r: float(f == "context_overflow"), ()),
+    # The reward-hacking audit (star.evaluation.audit): plans that leave slots the query requires empty
+    # (short, skeletal or vacuous ones), and the reward they earn, so a gain made of stubs shows at a glance.
+    "incomplete": Metric("incomplete plans", lambda s, f, r: float(_flagged(s)), ("slots_empty",)),
+    "incomplete_reward": Metric("reward from incomplete plans",
+                                lambda s, f, r: _reward_value(s, f, r) if _flagged(s) else 0.0,
+                                (*_PLAN_SCORES, "slots_empty"), percent=False),
 }
 # The loophole audit (star.evaluation.audit): the share of plans passing the official evaluator but failing
 # the strict one. eval-agent writes it as an aggregate only, so it is a column without an interval.

@@ -60,7 +60,7 @@ def group_advantages(groups: Sequence[Sequence[float]], name: str = "grpo",
     if name not in ADVANTAGES:
         raise ValueError(f"unknown advantage estimator {name!r} (expected one of {sorted(ADVANTAGES)})")
     if eps is None:
-        from star.training.config import GRPOConfig
+        from star.training.rl_config import GRPOConfig
 
         eps = GRPOConfig.model_fields["advantage_epsilon"].default
     if eps < 0:

@@ -1,5 +1,5 @@
 """`star grpo --model DIR --queries rl_train.jsonl --out DIR [--algorithm grpo|dapo|arpo]
-[--reward sum|macro|success|curriculum] [--val val.jsonl] [--resume] [--config params.yaml] [--set k=v]`."""
+[--reward NAME] [--val val.jsonl] [--resume] [--config params.yaml] [--set k=v]`."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="run directory: metrics.jsonl, checkpoints/, best/, last/")
     parser.add_argument("--val", default=None, help="validation queries for model selection (every eval_every steps)")
     parser.add_argument("--algorithm", choices=("grpo", "dapo", "arpo"), default=None, help="overrides the config")
-    parser.add_argument("--reward", choices=("sum", "macro", "success", "curriculum"), default=None,
-                        help="overrides the config")
+    from star.evaluation.rewards import names
+
+    parser.add_argument("--reward", choices=names(), default=None,
+                        help="a reward of the registry (star.evaluation.rewards); overrides the config")
     parser.add_argument("--db", default=None, help="database spec (directory, generated, generated:SEED); default $STAR_DB")
     parser.add_argument("--config", default=None, help="YAML/JSON with GRPOConfig fields (or a params file with `rl:`)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one GRPOConfig field")
@@ -35,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
 
     from star.evaluation.queries import load_queries
     from star.sandbox.database import load_database
-    from star.training.config import GRPOConfig, resolve_config
+    from star.training.config import resolve_config
+    from star.training.rl_config import GRPOConfig
     from star.training.grpo import train_grpo
     from star.training.models import read_profile
 

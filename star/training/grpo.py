@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from star.training.config import GRPOConfig
+from star.training.rl_config import GRPOConfig
 
 SCORE_KEYS = ("cs_micro", "cs_macro", "hard_micro", "hard_macro", "success", "delivered")
 
@@ -378,17 +378,24 @@ class GRPOTrainer:
             self.backend.update_weights(dss.full_state_dict(self.engine))
 
     # -- validation, checkpoints ------------------------------------------------------------------
+    def selection_reward(self) -> str:
+        """The reward validation ranks checkpoints by: the run's own (a curriculum's last, the one it ends on)."""
+        from star.evaluation.rewards import SCHEDULED
+
+        return self.cfg.curriculum[-1][1] if self.cfg.reward in SCHEDULED else self.cfg.reward
+
     def validate(self) -> dict:
         from star.evaluation.rewards import compute_reward
 
         from star.training import distributed as D
 
+        name = self.selection_reward()
         queries = self.val_queries[: self.cfg.eval_queries] if self.cfg.eval_queries else self.val_queries
         trajs = self._engine(self.cfg.seed, train=False).run(D.shard(queries), 1)  # each rank a share
-        rewards = [r for part in D.gather([compute_reward("sum", t.scores, t.finish_reason) for t in trajs])
+        rewards = [r for part in D.gather([compute_reward(name, t.scores, t.finish_reason) for t in trajs])
                    for r in part]
         m = rollout_metrics([r for part in D.gather([trajectory_row(t) for t in trajs]) for r in part], rewards)
-        return {"val_success_rate": m["success_rate"], "val_reward_sum": m["reward_mean"],
+        return {"val_success_rate": m["success_rate"], "val_reward": m["reward_mean"],
                 "val_delivered": m["delivered"], "val_format_error": m["finish_format_error"]}
 
     def _save_model(self, name: str, info: dict) -> None:
@@ -483,9 +490,9 @@ class GRPOTrainer:
             if cfg.eval_every and self.val_queries and self.step % cfg.eval_every == 0:
                 val = self.validate()
                 self.logger.log(self.step, val)
-                key = (val["val_success_rate"], val["val_reward_sum"])
-                if self.best is None or key > (self.best["val_success_rate"], self.best["val_reward_sum"]):
-                    self.best = {"step": self.step, **val}
+                key = (val["val_success_rate"], val["val_reward"])  # success first, then the run's reward
+                if self.best is None or key > (self.best["val_success_rate"], self.best.get("val_reward", float("-inf"))):
+                    self.best = {"step": self.step, "reward": self.selection_reward(), **val}
                     self._save_model("best", self.best)
             if cfg.save_every and (self.step % cfg.save_every == 0 or self.step == self.total_steps):
                 self.checkpoint()

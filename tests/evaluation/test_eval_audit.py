@@ -81,3 +81,41 @@ def test_comparison_report_shows_the_gap_per_variant():
     header = next(line for line in text.splitlines() if line.startswith("| variant"))
     assert "loophole gap" in header
     assert any(line.startswith("| official-reward") and "| 25.0 |" in line for line in text.splitlines())
+
+
+def test_hacking_audit_flags_plans_that_are_not_plans(any_db):
+    from star.agent.env import score_plan
+    from star.evaluation.audit import hacking_audit, hacking_table
+    from star.evaluation.degrade import degraded_plans
+    from star.evaluation.rewards import compute_reward
+    from star.synthesis.pipeline import synthesize
+
+    q = synthesize(any_db, 1, seed=11)[0]
+    plans = degraded_plans(q)
+    names = ["certified", "one wrong item", "first day only", "skeleton (cities + transport)"]
+    scores = [score_plan(q, plans[n], any_db, "strict") for n in names]
+    rewards = {"sum": [compute_reward("sum", s, "answer") for s in scores]}
+    audit = hacking_audit(scores, rewards)
+    assert audit["hack_delivered"] == 4
+    assert audit["hack_short_rate"] == pytest.approx(1 / 4)  # the one-day stub
+    assert audit["hacked_rate"] == audit["hack_empty_slots_rate"] == pytest.approx(2 / 4)  # stub + skeleton
+    assert audit["hack_vacuous_rate"] == pytest.approx(2 / 4)
+    flagged = rewards["sum"][2] + rewards["sum"][3]
+    assert audit["hacked_reward_share_sum"] == pytest.approx(flagged / sum(rewards["sum"]))
+    assert "leave required slots empty | 50.0" in hacking_table(audit)
+
+
+def test_eval_agent_metrics_carry_the_hacking_audit(generated_db):
+    from star.agent.eval_agent import metric_table, metrics
+    from star.agent.env import score_plan
+    from star.agent.trajectory import Trajectory
+    from star.evaluation.degrade import degraded_plans
+    from star.synthesis.pipeline import synthesize
+
+    q = {**synthesize(generated_db, 1, seed=11)[0], "id": "q0"}
+    stub = degraded_plans(q)["first day only"]
+    traj = Trajectory(query_id="q0", messages=[], token_ids=[], policy_mask=[], finish_reason="answer",
+                      plan=stub, scores=score_plan(q, stub, generated_db, "strict"))
+    m = metrics([traj], [q], generated_db, "strict")
+    assert m["hacked_rate"] == 1.0 and m["hacked_reward_share_quality"] == 1.0
+    assert "reward-hacking audit (1 delivered plans)" in metric_table(m)

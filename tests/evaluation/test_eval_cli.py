@@ -85,3 +85,36 @@ def test_cli_official_split_denominators(tmp_path, generated_db, trip):
                  "--split", "train", "--out", str(out)]) == 0
     agg = json.loads(out.read_text())["aggregates"]
     assert agg["split"] == "train" and agg["delivery_rate"] == pytest.approx(2 / 45)
+
+
+def test_cli_reward_scores_every_plan_and_the_report_carries_the_hacking_audit(tmp_path, generated_db, trip):
+    queries, plans = _write_inputs(tmp_path, generated_db, trip)
+    out = tmp_path / "r.json"
+    assert main(["evaluate", "--queries", str(queries), "--plans", str(plans), "--db", "generated:0",
+                 "--reward", "quality", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    per = {r["line"]: r for r in report["per_plan"]}
+    assert per[1]["reward"] == 4.0 and per[1]["slot_credit"] == 1.0  # the known-good trip
+    assert 0 < per[4]["reward"] < 1  # one invented lunch: partial credit, no verdict
+    assert per[3]["reward"] == 0.0  # no plan
+    assert report["reward"] == {"name": "quality", "mean": pytest.approx(sum(r["reward"] for r in per.values()) / 5)}
+    assert report["audit"]["hack_delivered"] == 2 and report["audit"]["hacked_rate"] == 0.0
+
+
+def test_cli_reward_must_be_a_registered_one(tmp_path, generated_db, trip, capsys):
+    queries, plans = _write_inputs(tmp_path, generated_db, trip)
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--queries", str(queries), "--plans", str(plans), "--reward", "dense", "--out", "x"])
+    assert "invalid choice: 'dense'" in capsys.readouterr().err
+
+
+def test_cli_reward_on_the_official_validation_example_plans(tmp_path, real_db, queries_dir):
+    out = tmp_path / "r.json"
+    assert main(["evaluate", "--queries", str(queries_dir / "validation.jsonl"),
+                 "--plans", str(queries_dir / "validation_example_plans.jsonl"), "--db", str(real_db.source),
+                 "--reward", "quality", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert len(report["per_plan"]) == 180 and all("reward" in r for r in report["per_plan"])
+    assert 0 < report["reward"]["mean"] < 4
+    # the example plans include incomplete ones, and the audit counts them
+    assert 0 < report["audit"]["hacked_rate"] < 1

@@ -77,6 +77,20 @@ def test_checks_behaviour_and_levels_each_get_a_row(two_evaluations, tmp_path):
     assert (tmp_path / "compare.png").stat().st_size > 10_000
 
 
+def test_the_comparison_carries_the_reward_hacking_audit(two_evaluations, tmp_path):
+    root, tables = two_evaluations
+    assert _compare(root, tmp_path) == 0
+    result = json.loads((tmp_path / "compare.json").read_text())
+    audit = {r["key"]: r for r in result["audit"]}
+    assert {"hack_hacked", "hack_short", "hack_empty_slots", "hack_vacuous", "slot_credit",
+            "hacked_reward_quality"} <= set(audit)
+    # the held teacher writes plans with empty slots more often than the full one
+    assert audit["slot_credit"]["after"] > audit["slot_credit"]["before"]
+    assert audit["hack_hacked"]["before"] >= audit["hack_hacked"]["after"]
+    assert "## reward-hacking audit (strict reading)" in (tmp_path / "compare.md").read_text()
+    assert "hack_hacked.diff" in json.loads((tmp_path / "metrics.json").read_text())
+
+
 def test_a_newly_registered_reward_is_compared_without_being_listed(two_evaluations, tmp_path, monkeypatch):
     from star.evaluation import rewards
 

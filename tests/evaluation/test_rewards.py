@@ -59,7 +59,7 @@ def test_the_config_accepts_exactly_the_registered_rewards():
     from pydantic import ValidationError
 
     from star.evaluation.rewards import names
-    from star.training.config import GRPOConfig
+    from star.training.rl_config import GRPOConfig
 
     for name in names():
         assert GRPOConfig(reward=name).reward == name
@@ -81,6 +81,8 @@ def test_quality_pays_slot_credit_then_the_verdicts():
     partial = {**SCORES, "slot_credit": 0.5}
     assert compute_reward("quality", partial, "answer") == pytest.approx(0.5)
     assert compute_reward("quality", {**PERFECT, "slot_credit": 1.0}, "answer") == 4.0
+    # hard macro pays only beside cs macro (the hard gate passes a trip that never comes home)
+    assert compute_reward("quality", {**SCORES, "hard_macro": 1.0, "slot_credit": 0.8}, "answer") == pytest.approx(0.8)
     assert compute_reward("quality", {**PERFECT, "slot_credit": 1.0}, "format_error") == 0.0
     assert compute_reward("quality", {"delivered": False}, "call_budget") == 0.0  # no plan: nothing missing
     with pytest.raises(MissingScore, match="slot_credit"):

@@ -23,12 +23,12 @@ def _setting(reward: str, scale: str = "3B") -> dict:
 
 
 def _scores(success: bool = False, delivered: bool = True, cs_micro: float = 0.0, hard_micro: float = 0.0,
-            tool_calls: int = 6) -> dict:
+            tool_calls: int = 6, slots_empty: int = 0) -> dict:
     """A sample's scores as the report reads them: the plan's (star.agent.env.score_plan) and the episode's
     tool calls (samples_from_trajectories puts them beside the scores)."""
     return {"delivered": delivered, "cs_micro": cs_micro, "cs_macro": float(success), "hard_micro": hard_micro,
             "hard_macro": float(success), "success": success, "mode": "official", "checks": {},
-            "tool_calls": tool_calls}
+            "tool_calls": tool_calls, "slots_empty": slots_empty, "coverage": 1.0}
 
 
 def _variants(scale: str = "3B") -> list[VariantResult]:
@@ -195,6 +195,12 @@ def test_per_query_metrics_average_each_querys_samples():
     assert m["tool_calls"] == {"q1": 8.0, "q2": 4.5}
     assert m["answered"] == {"q1": 0.5, "q2": 0.5} and m["format_error"] == {"q1": 0.0, "q2": 0.5}
     assert m["context_full"] == {"q1": 0.5, "q2": 0.0}
+    # the reward-hacking audit: no plan here leaves a required slot empty
+    assert m["incomplete"] == {"q1": 0.0, "q2": 0.0} and m["incomplete_reward"] == {"q1": 0.0, "q2": 0.0}
+    stub = samples_from_trajectories([{"query_id": "q", "finish_reason": "answer",
+                                       "scores": _scores(cs_micro=0.5, slots_empty=7)}])
+    assert per_query_metrics(stub, "sum")["incomplete"] == {"q": 1.0}
+    assert per_query_metrics(stub, "sum")["incomplete_reward"] == {"q": 0.5}  # what the stub earned
     # a metric whose score keys a trajectory lacks is left out, not read as 0
     partial = per_query_metrics(samples_from_trajectories([{"query_id": "q", "scores": {"success": True}}]))
     assert list(partial) == ["success", "answered", "format_error", "context_full"]
@@ -233,10 +239,10 @@ def test_dense_metrics_separate_variants_whose_success_is_all_zero():
         assert tests[m]["p_value"] == pytest.approx(2 / 1024)
     assert tests["cs_micro"]["difference"] == pytest.approx(0.375)
     assert tests["hard_micro"]["difference_low"] == tests["hard_micro"]["difference_high"] == pytest.approx(0.25)
-    # Holm over all 11 tests: the five smallest share rank 1's factor 11; the rest stay at 1
-    assert len(rep.tests) == len(HEADLINE) == 11
+    # Holm over all 13 tests: the five smallest share rank 1's factor 13; the rest stay at 1
+    assert len(rep.tests) == len(HEADLINE) == 13
     for m in ("delivery", "cs_micro", "hard_micro", "mean_reward", "answered"):
-        assert tests[m]["p_holm"] == pytest.approx(11 * 2 / 1024)
+        assert tests[m]["p_holm"] == pytest.approx(13 * 2 / 1024)
     assert tests["cs_macro"]["p_holm"] == tests["hard_macro"]["p_holm"] == 1.0
     md = render_markdown(rep)
     assert "| b | b | 100.0 [100.0, 100.0] | 37.5 [" in md

@@ -68,3 +68,9 @@ def test_function_local_and_string_named_imports_are_followed():
 def test_a_command_that_is_not_a_star_subcommand_is_a_clear_error():
     with pytest.raises(SystemExit, match="not a star subcommand"):
         stage_deps.command_module("python -m star.tracking.stage_run x -- star no-such-thing --out y")
+
+
+def test_sft_does_not_rerun_when_a_reward_changes():
+    deps = {**_derived(), **_derived("learn/dvc.yaml")}
+    for stage in ("build_model", "sft", "learn_sft"):
+        assert not _covers(deps[stage], "star/evaluation/rewards.py"), stage

@@ -166,7 +166,7 @@ def test_a_grpo_step_on_vllm_rollouts_moves_the_policy_and_the_engine_then_sampl
     """Rollouts from vLLM, a DeepSpeed update from non-zero advantages, the weights synced into the engine: its
     log-probs afterwards are the updated model's, not the initial one's (a skipped sync fails here)."""
     from star.rollout.backends.transformers import TransformersBackend
-    from star.training.config import GRPOConfig
+    from star.training.rl_config import GRPOConfig
     from star.training.grpo import GRPOTrainer
     from tests.training.probe import FirstTokenEnv, build_probe_model
 

@@ -59,7 +59,7 @@ def main() -> int:
         train_sft(data, args.model, out, cfg, progress=False)
         return 0
 
-    from star.training.config import GRPOConfig
+    from star.training.rl_config import GRPOConfig
     from tests.training.test_resume import FixedRollouts
 
     class Worker(FixedRollouts):

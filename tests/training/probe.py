@@ -47,7 +47,7 @@ def build_probe_model(out: Path, hidden: int = 64) -> tuple[Path, frozenset[str]
 
 def run_probe(model_dir, targets, out: Path, seed: int, steps: int, **overrides) -> list[float]:
     """`steps` GRPO steps of 8 prompts x 8 rollouts; the mean reward of each step."""
-    from star.training.config import GRPOConfig
+    from star.training.rl_config import GRPOConfig
     from star.training.grpo import train_grpo
 
     cfg = GRPOConfig(**{**dict(num_generations=8, batch_queries=8, epochs=100, max_steps=steps, learning_rate=3e-2,

@@ -40,7 +40,7 @@ def test_dapo_oversampling_fills_to_the_target_only():
 
 
 def test_advantage_epsilon_is_a_config_field_with_trls_default():
-    from star.training.config import GRPOConfig
+    from star.training.rl_config import GRPOConfig
 
     assert GRPOConfig().advantage_epsilon == 1e-4
     # A near-uniform group: with TRL's 1e-4 our advantages match TRL's (r - mean) / (std + 1e-4) exactly;

@@ -1,7 +1,8 @@
 import pytest
 from pydantic import ValidationError
 
-from star.training.config import SFTConfig, GRPOConfig, SmokeModelConfig, resolve_config
+from star.training.config import SFTConfig, SmokeModelConfig, resolve_config
+from star.training.rl_config import GRPOConfig
 
 
 @pytest.mark.parametrize("cls", [SFTConfig, GRPOConfig, SmokeModelConfig])
@@ -36,3 +37,28 @@ def test_bad_values_are_rejected():
         GRPOConfig(algorithm="arpo", num_generations=4, arpo_initial=6)
     with pytest.raises(ValidationError, match="curriculum must start at epoch 1"):
         GRPOConfig(curriculum=[(2, "sum")])
+
+
+def test_checkpoints_are_selected_by_the_runs_own_reward():
+    from types import SimpleNamespace
+
+    from star.training.grpo import GRPOTrainer
+
+    assert GRPOTrainer.selection_reward(SimpleNamespace(cfg=GRPOConfig(reward="quality"))) == "quality"
+    assert GRPOTrainer.selection_reward(SimpleNamespace(cfg=GRPOConfig(reward="macro"))) == "macro"
+    # a curriculum is ranked by the reward it ends on, not by whichever stage validation falls in
+    assert GRPOTrainer.selection_reward(SimpleNamespace(cfg=GRPOConfig(reward="curriculum"))) == "success"
+
+
+def test_the_grpo_cli_offers_every_registered_reward_and_only_those(capsys):
+    import pytest
+
+    from star.cli import build_parser
+    from star.evaluation.rewards import names
+
+    parser = build_parser("grpo")
+    base = ["grpo", "--model", "m", "--queries", "q", "--out", "o", "--reward"]
+    assert [parser.parse_args([*base, n]).reward for n in names()] == names()
+    with pytest.raises(SystemExit):
+        parser.parse_args([*base, "dense"])
+    assert "invalid choice: 'dense'" in capsys.readouterr().err

@@ -45,7 +45,7 @@ def test_grpo_raises_a_learnable_reward_far_beyond_its_noise(tiny_dir, tmp_path)
 
 
 def test_a_time_limit_ends_grpo_after_the_step_that_crosses_it(tiny_dir, tmp_path):
-    from star.training.config import GRPOConfig
+    from star.training.rl_config import GRPOConfig
     from star.training.grpo import train_grpo
 
     model_dir, targets = tiny_dir
@@ -63,7 +63,7 @@ def test_a_dapo_steps_metrics_count_the_rollouts_of_every_draw(tiny_dir, tmp_pat
     all of them (a step whose informative group came from its third draw once logged reward 0 from the first)."""
     import json
 
-    from star.training.config import GRPOConfig
+    from star.training.rl_config import GRPOConfig
     from star.training.grpo import train_grpo
 
     model_dir, _ = tiny_dir

@@ -24,7 +24,7 @@ def test_warm_up_then_linear_decay_towards_zero():
 
 
 def test_grpo_config_keeps_the_recipes_constant_lr_unless_asked():
-    from star.training.config import GRPOConfig
+    from star.training.rl_config import GRPOConfig
 
     assert GRPOConfig().lr_decay is False
     assert GRPOConfig(lr_decay=True).lr_decay is True

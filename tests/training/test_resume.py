@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from star.training.checkpoint import rng_state, set_rng_state
-from star.training.config import GRPOConfig
+from star.training.rl_config import GRPOConfig
 from star.training.grpo import GRPOTrainer, QueryStream, training_queries
 
 
