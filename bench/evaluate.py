@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from star.evaluation.evaluator import evaluate_plan  # noqa: E402
 from star.evaluation.lookup import Lookup  # noqa: E402
 from star.evaluation.queries import load_queries  # noqa: E402
-from star.sandbox.database import Database, load_database  # noqa: E402
+from star.sandbox.database import load_database
+from star.sandbox.rows import Database  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "travelplanner"
 

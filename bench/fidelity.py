@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from star.agent.cli_teacher import run_teacher  # noqa: E402
-from star.agent.teacher import BuiltinTeacher  # noqa: E402
+from star.teachers.cli_teacher import run_teacher  # noqa: E402
+from star.teachers.builtin import BuiltinTeacher  # noqa: E402
 from star.evaluation.queries import load_queries  # noqa: E402
 from star.sandbox.database import load_database  # noqa: E402
 from star.synthesis import fidelity  # noqa: E402

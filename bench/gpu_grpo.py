@@ -89,7 +89,7 @@ def timed_params(run: Run, params: dict, out: Path) -> float:
 
 
 def travelplanner(args, run: Run, sets: list[str]) -> dict:
-    from star.tracking.stats import paired_difference
+    from star.stats import paired_difference
     from star.evaluation.rewards import compute_reward
 
     w, data = args.out, args.data

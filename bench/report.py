@@ -28,7 +28,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "travelplanner"
 
 def episodes(db, queries: list[dict], budget: int, failure: float, samples: int) -> list:
     from star.agent.config import AgentConfig
-    from star.agent.teacher import BuiltinTeacher
+    from star.teachers.builtin import BuiltinTeacher
 
     teacher = BuiltinTeacher(db, AgentConfig(eval_mode="official", tool_budget=budget, failure_rate=failure))
     return [teacher.run(q, str(q.get("id", i)), s, seed=1000 * i + s) for i, q in enumerate(queries)

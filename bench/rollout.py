@@ -337,7 +337,7 @@ def main() -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    from star.agent.teacher import BuiltinTeacher
+    from star.teachers.builtin import BuiltinTeacher
     from star.rollout.backends.guided import GuidedBackend, ReplayGuide
     from star.rollout.backends.transformers import TransformersBackend
     from star.rollout.base import SamplingParams

@@ -26,7 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from star.sandbox.database import FILES, Database, load_database  # noqa: E402
+from star.sandbox.database import load_database
+from star.sandbox.rows import FILES, Database  # noqa: E402
 
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _PAREN_RE = re.compile(r"^(.*?)\([^)]*\)")

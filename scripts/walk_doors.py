@@ -266,7 +266,8 @@ def door_pool() -> None:
 def door_exp() -> None:
     import yaml
 
-    from star.config import load_yaml, resolve
+    from star.config import resolve
+    from star.params_io import load_yaml
 
     before = load_yaml(PROJECT / "params.yaml")
     # rl.reward=macro is also a variant of the reward ablation: after that door, DVC's run-cache holds

@@ -12,19 +12,18 @@ package's config model (star/<pkg>/config.py), so a typo in any layer fails with
 from __future__ import annotations
 
 import argparse
-import copy
 import importlib
 import itertools
 import json
-import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from star.params_io import ConfigError, flatten, get_dotted, load_yaml, set_dotted, write_yaml
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 PARAMS_DIR = PROJECT_DIR / "params"
@@ -35,13 +34,13 @@ SECTION_MODELS: dict[str, str] = {
     "sandbox": "star.sandbox.config:SandboxConfig",
     "synthesis": "star.synthesis.config:SynthesisConfig",
     "split": "star.synthesis.config:SplitConfig",
-    "teacher": "star.agent.config:TeacherConfig",
+    "teacher": "star.teachers.config:TeacherConfig",
     "model": "star.training.config:ModelConfig",
     "sft": "star.training.config:SFTConfig",
     "rl": "star.training.rl_config:GRPOConfig",
     "launch": "star.training.config:LaunchConfig",
-    "sft_data": "star.agent.config:SFTDataConfig",
-    "eval": "star.agent.config:EvalConfig",
+    "sft_data": "star.teachers.config:SFTDataConfig",
+    "eval": "star.policy_eval.config:EvalConfig",
     "qa": "star.qa.config:QAConfig",
     "learn": "star.qa.config:LearnConfig",
     "tracking": "star.tracking.config:TrackingConfig",
@@ -53,42 +52,6 @@ PROFILE_KEY = "_profile"  # a variant level may apply a whole profile (the scale
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._]*$")
 
 
-class ConfigError(ValueError):
-    """A params file or override is malformed or names an unknown key; the message says which."""
-
-
-# ----------------------------------------------------------------------------------------- files
-
-def load_yaml(path: str | Path) -> dict:
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: params file not found")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at top level, got {type(data).__name__}")
-    return data
-
-
-def write_yaml(path: str | Path, data: dict) -> Path:
-    """Write atomically (temp file + rename): a failure never leaves a half-written params file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            yaml.safe_dump(data, fh, sort_keys=False, default_flow_style=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
 def profiles(params_dir: Path = PARAMS_DIR) -> list[str]:
     return sorted(p.stem for p in (Path(params_dir) / "profiles").glob("*.yaml"))
 
@@ -97,42 +60,6 @@ def ablations(params_dir: Path = PARAMS_DIR) -> list[str]:
     """Names of single-axis ablations and grids (a grid and an ablation may not share a name)."""
     d = Path(params_dir)
     return sorted({p.stem for p in (d / "ablations").glob("*.yaml")} | {p.stem for p in (d / "grids").glob("*.yaml")})
-
-
-# ---------------------------------------------------------------------------------- dotted keys
-
-def flatten(values: dict, prefix: str = "") -> dict[str, Any]:
-    """{'rl': {'lr': 1}} -> {'rl.lr': 1} (what MLflow logs and DVC templating reads)."""
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            out.update(flatten(value, dotted + "."))
-        else:
-            out[dotted] = value
-    return out
-
-
-def set_dotted(values: dict, key: str, value: Any, *, source: str = "override") -> None:
-    parts = key.split(".")
-    if not all(parts):
-        raise ConfigError(f"{source}: malformed key {key!r}")
-    node = values
-    for part in parts[:-1]:
-        child = node.setdefault(part, {})
-        if not isinstance(child, dict):
-            raise ConfigError(f"{source}: {key!r} descends into {part!r}, which is a value, not a section")
-        node = child
-    node[parts[-1]] = copy.deepcopy(value)
-
-
-def get_dotted(values: dict, key: str) -> Any:
-    node: Any = values
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            raise KeyError(key)
-        node = node[part]
-    return node
 
 
 def _layer_to_dotted(layer: dict) -> dict[str, Any]:

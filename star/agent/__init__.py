@@ -1,0 +1,1 @@
+"""The agent protocol: prompt, turn parsing, the episode environment (gym-like) and the trajectory record."""

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from star.agent.config import AGENT_DEFAULTS, FINISH_REASONS, AgentConfig
 from star.agent.prompt import initial_messages, observation_message
 from star.agent.turns import Turn, parse_turn
-from star.sandbox.database import Database
+from star.sandbox.rows import Database
 from star.sandbox.tools import Toolbox
 
 SCORE_KEYS = ("cs_micro", "cs_macro", "hard_micro", "hard_macro", "success")

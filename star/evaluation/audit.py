@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from star.evaluation.evaluator import MODES, PlanScore, evaluate_plan
 from star.evaluation.lookup import Lookup
-from star.sandbox.database import Database
+from star.sandbox.rows import Database
 
 # The per-mode rates the audit reports (keys of PlanScore), and their names in its table.
 AUDIT_RATES = (("success_rate", "success", "success"), ("commonsense_macro", "cs_macro", "cs macro"),

@@ -108,7 +108,7 @@ def format_table(agg: dict) -> str:
 def run(args) -> int:
     from star.evaluation.plans_io import PlanFileError
     from star.evaluation.queries import QueryError
-    from star.sandbox.database import DatabaseError
+    from star.sandbox.rows import DatabaseError
 
     formatter = None
     if args.formatter_url:

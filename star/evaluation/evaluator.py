@@ -18,7 +18,7 @@ from star.evaluation.hard import HARD_KEYS, LOCAL_TO_HARD
 from star.evaluation.lookup import Lookup
 from star.evaluation.queries import QueryError, normalize_query
 from star.evaluation.slots import CHECK_SLOTS, VACUOUS, plan_slots, required_slots
-from star.sandbox.database import Database
+from star.sandbox.rows import Database
 
 MODES = ("official", "strict")
 LEVELS = ("easy", "medium", "hard")

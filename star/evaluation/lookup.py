@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from star.sandbox.database import Accommodation, Attraction, Database, Flight, Restaurant
+from star.sandbox.rows import Accommodation, Attraction, Database, Flight, Restaurant
 
 
 def _norm(s: str) -> str:

@@ -99,3 +99,18 @@ def load_queries(path: str | Path) -> list[dict]:
             except QueryError as exc:
                 raise QueryError(f"{path}:{n}: {exc}") from None
     return out
+
+
+def parse_ratio(text: str | list | tuple) -> tuple[float, float, float]:
+    """'4:3:3' (or a 3-sequence) -> normalised easy/medium/hard shares; ValueError names the problem."""
+    parts = text.split(":") if isinstance(text, str) else list(text)
+    if len(parts) != 3:
+        raise ValueError(f"level ratio {text!r}: expected three parts easy:medium:hard, e.g. 4:3:3")
+    try:
+        values = [float(p) for p in parts]
+    except (TypeError, ValueError):
+        raise ValueError(f"level ratio {text!r}: parts must be numbers") from None
+    if any(v < 0 for v in values) or sum(values) <= 0:
+        raise ValueError(f"level ratio {text!r}: parts must be >= 0 and not all zero")
+    total = sum(values)
+    return tuple(v / total for v in values)  # type: ignore[return-value]

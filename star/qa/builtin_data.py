@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from star.qa.config import BuiltinDataConfig
-from star.qa.corpus import Passage, write_corpus, write_jsonl
+from star.qa.corpus import Passage, load_corpus, write_corpus, write_jsonl
 
 BUILTIN_NAME = "world"
 """Dataset name of the built-in QA set in the loader registry."""
@@ -209,3 +209,15 @@ def write_builtin(out_dir: str | Path, config: BuiltinDataConfig | None = None) 
     corpus = write_corpus(out_dir / "corpus.jsonl", build_encyclopedia(db))
     questions = write_jsonl(out_dir / f"{BUILTIN_NAME}.jsonl", build_questions(db, config.questions, config.seed))
     return {"corpus": corpus, "questions": questions}
+
+
+def resolve_corpus(spec: str, default_db: str | None = None) -> list[Passage]:
+    """`builtin` / `builtin:DB` (DB = `generated[:SEED]` or a database dir) or a corpus file path.
+
+    Plain `builtin` uses `default_db` (the built-in QA set's database), else BuiltinDataConfig's."""
+    if spec == "builtin" or spec.startswith("builtin:"):
+        from star.sandbox.database import load_database
+
+        db_spec = spec.partition(":")[2] or default_db or BuiltinDataConfig().db
+        return build_encyclopedia(load_database(db_spec))
+    return load_corpus(spec)

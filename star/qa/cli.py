@@ -19,7 +19,7 @@ from star.qa.config import PAPER_DATASETS, QAConfig
 
 def optional_int(text: str) -> int | None:
     """An int, or None for 'none' / 'null' / '' (DVC renders a YAML null as 'None')."""
-    from star.agent.cli_teacher import optional_int as parse
+    from star.teachers.cli_teacher import optional_int as parse
 
     return parse(text)
 

@@ -129,16 +129,3 @@ def corpus_digest(passages: list[Passage]) -> str:
             h.update(part.encode())
             h.update(b"\x00")
     return h.hexdigest()[:16]
-
-
-def resolve_corpus(spec: str, default_db: str | None = None) -> list[Passage]:
-    """`builtin` / `builtin:DB` (DB = `generated[:SEED]` or a database dir) or a corpus file path.
-
-    Plain `builtin` uses `default_db` (the built-in QA set's database), else BuiltinDataConfig's."""
-    if spec == "builtin" or spec.startswith("builtin:"):
-        from star.qa.builtin_data import BuiltinDataConfig, build_encyclopedia
-        from star.sandbox.database import load_database
-
-        db_spec = spec.partition(":")[2] or default_db or BuiltinDataConfig().db
-        return build_encyclopedia(load_database(db_spec))
-    return load_corpus(spec)

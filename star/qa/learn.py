@@ -200,7 +200,7 @@ def _se(xs: list[float]) -> float:
 def compare(before: list[dict], after: list[dict]) -> dict:
     """Paired over (question, sample seed): the after-minus-before EM per question (mean over its samples),
     its mean, standard error over questions, and z = mean / s.e."""
-    from star.tracking.stats import paired_difference
+    from star.stats import paired_difference
 
     try:
         r = paired_difference(before, after, lambda rec: rec["em"])

@@ -347,7 +347,7 @@ def is_index_dir(spec: str | Path) -> bool:
 
 def retriever_for(corpus: str, config: RetrievalConfig | None = None, default_db: str | None = None) -> Retriever:
     """`corpus` = an index directory (as `build_index` writes), `builtin[:DB]`, or a corpus file."""
-    from star.qa.corpus import resolve_corpus
+    from star.qa.builtin_data import resolve_corpus
 
     config = config or RetrievalConfig()
     if is_index_dir(corpus):
@@ -359,7 +359,7 @@ def build_index(corpus: str, out_dir: str | Path, config: RetrievalConfig | None
                 default_db: str | None = None) -> Path:
     """The corpus + index stage: a self-contained index directory at `out_dir` (DVC output), written
     atomically (built beside it, then renamed over any previous one)."""
-    from star.qa.corpus import resolve_corpus
+    from star.qa.builtin_data import resolve_corpus
 
     config = config or RetrievalConfig()
     passages = resolve_corpus(corpus, default_db)

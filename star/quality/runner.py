@@ -132,7 +132,7 @@ KINDS = ("queries", "trajectories", "eval")
 
 
 def read_records(path: str | Path) -> list[dict]:
-    from star.synthesis.pipeline import read_jsonl
+    from star.jsonl import read_jsonl
 
     return read_jsonl(path)
 

@@ -17,7 +17,7 @@ from datetime import date, timedelta
 import pandas as pd
 
 from star.quality.config import DEFAULTS
-from star.sandbox.database import CUISINES, HOUSE_RULES
+from star.sandbox.rows import CUISINES, HOUSE_RULES
 
 LEVELS = ("easy", "medium", "hard")
 ROOM_TYPES = ("shared room", "not shared room", "private room", "entire room")
@@ -170,7 +170,7 @@ def queries_suite(records: list[dict], against: list[dict] | None = None, ratio:
                "no query (id, elements or text) also appears in the other file"),
     ]
     if ratio and len(records) >= min_rows_for_ratio:
-        from star.synthesis.config import parse_ratio
+        from star.evaluation.queries import parse_ratio
 
         target = dict(zip(LEVELS, parse_ratio(ratio)))
         share = df["level"].value_counts(normalize=True).to_dict() if "level" in df else {}

@@ -1,0 +1,1 @@
+"""Generation backends (transformers, vLLM, OpenAI-compatible HTTP) and the multi-episode rollout engine."""

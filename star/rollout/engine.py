@@ -28,7 +28,7 @@ from star.agent.trajectory import Trajectory
 from star.rollout.base import Generation, GenerationBackend, SamplingParams, derive_seed
 from star.rollout.chat import TurnJoiner, prompt_ids
 from star.rollout.config import ROLLOUT_DEFAULTS, RolloutConfig
-from star.sandbox.database import Database
+from star.sandbox.rows import Database
 
 
 EnvFactory = Callable[[int], ProtocolEnv]

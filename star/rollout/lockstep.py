@@ -16,7 +16,7 @@ from star.agent.trajectory import Trajectory
 from star.rollout.base import GenerationBackend
 from star.rollout.config import ROLLOUT_DEFAULTS, RolloutConfig
 from star.rollout.engine import EnvFactory, EpisodeStepper, _progress, episode_list
-from star.sandbox.database import Database
+from star.sandbox.rows import Database
 
 
 class LockstepEngine:

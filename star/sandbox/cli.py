@@ -36,7 +36,8 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from star.sandbox.database import DatabaseError, load_database
+    from star.sandbox.database import load_database
+    from star.sandbox.rows import DatabaseError
     from star.sandbox.tools import TOOL_SPECS, Toolbox
 
     if args.specs:

@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def export_database(spec: str | None, out: str | Path, summary_path: str | Path | None = None) -> dict:
     """Write database `spec` to `out` in the official layout and return (and write) its summary."""
-    from star.sandbox.database import FILES, load_database, resolve_db_spec
+    from star.sandbox.database import load_database, resolve_db_spec
+    from star.sandbox.rows import FILES
 
     spec = resolve_db_spec(spec)
     db = load_database(spec)
@@ -81,7 +82,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from star.sandbox.database import DatabaseError
+    from star.sandbox.rows import DatabaseError
 
     try:
         summary = export_database(args.db, args.out, args.summary)

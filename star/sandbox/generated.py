@@ -23,8 +23,7 @@ import random
 from datetime import date, timedelta
 
 from star.sandbox import world_data as wd
-from star.sandbox.database import (HOUSE_RULES, ROOM_TYPES, Accommodation, Attraction, Database, Distance,
-                                   Flight, Restaurant)
+from star.sandbox.rows import HOUSE_RULES, ROOM_TYPES, Accommodation, Attraction, Database, Distance, Flight, Restaurant
 
 MARCH_2022 = tuple((date(2022, 3, 1) + timedelta(days=i)).isoformat() for i in range(31))
 LONG_STAY_NIGHTS = (7.0, 10.0, 14.0, 30.0)

@@ -24,7 +24,7 @@ from itertools import repeat
 from math import copysign
 from operator import attrgetter as _at
 
-from star.sandbox.database import Accommodation, Attraction, Distance, Flight, Restaurant
+from star.sandbox.rows import Accommodation, Attraction, Distance, Flight, Restaurant
 
 STR, INT, FLOAT = "str", "int", "float"
 
@@ -308,3 +308,12 @@ def before_parenthesis(text: str) -> str:
     """The official `extract_before_parenthesis`: 'San Antonio(Texas)' -> 'San Antonio'."""
     m = _PAREN_RE.search(text)
     return m.group(1) if m else text
+
+
+def row_cells(db) -> "RowCells":
+    """Every row's observation pieces in both styles, formatted on first use (the first `Toolbox` of a
+    database) and kept on it, so a tool call only looks rows up, pads and joins. Not built at load: the
+    evaluator and synthesis read the database without rendering tool text."""
+    if db._row_cells is None:
+        db._row_cells = RowCells(db)
+    return db._row_cells

@@ -1,7 +1,7 @@
 """The six TravelPlanner tools over the in-memory database, in `official` or `compact` style.
 
 Every call is a dictionary lookup on the database indexes; the text is joined from each row's
-pieces, formatted once per database (`Database.row_cells`), and the answer is memoised per
+pieces, formatted once per database (`render.row_cells`), and the answer is memoised per
 (database, style, tool, arguments) and shared by all toolboxes on that database, so a repeated
 search costs one more lookup. A call never raises: a bad call
 (unknown tool, wrong arguments, unknown city, bad date or mode) comes back as an observation
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from star.sandbox import render
 from star.sandbox.config import DEFAULTS
-from star.sandbox.database import Database
+from star.sandbox.rows import Database
 from star.sandbox.failures import FailureInjector, unavailable_message
 
 # canonical name -> argument names, in the order the official agent reads them
@@ -139,7 +139,7 @@ class Toolbox:
         self.official = style == "official"
         self.failures = FailureInjector(failure_rate, seed)
         self._cache, new_cache = _shared_cache(db, style)
-        self._cells = db.row_cells()
+        self._cells = render.row_cells(db)
         self._city_set = frozenset(db.city_set)
         self._city_list_text: str | None = None  # str(citySet list), built on the first city error
         # A small database (the real one: ~2.9K answers, 0.06 s) is rendered whole by its first toolbox,

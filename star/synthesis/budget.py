@@ -16,7 +16,7 @@ import math
 import random
 import statistics
 
-from star.sandbox.database import Database
+from star.sandbox.rows import Database
 from star.synthesis.config import BudgetConfig
 
 LEGS = {3: 2, 5: 3, 7: 4}

@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _section(path: str) -> dict:
     """The `synthesis:` mapping of a params file (or the whole file when it has no such key)."""
-    from star.config import load_yaml
+    from star.params_io import load_yaml
 
     data = load_yaml(path)
     section = data.get("synthesis", data)
@@ -38,7 +38,8 @@ def _section(path: str) -> dict:
 def run(args) -> int:
     import time
 
-    from star.sandbox.database import DatabaseError, load_database
+    from star.sandbox.database import load_database
+    from star.sandbox.rows import DatabaseError
     from star.synthesis.config import SynthesisConfig, TemplateConfig
     from star.synthesis.pipeline import synthesize, write_jsonl
 

@@ -27,7 +27,8 @@ def run(args) -> int:
 
     from tqdm import tqdm
 
-    from star.sandbox.database import DatabaseError, load_database
+    from star.sandbox.database import load_database
+    from star.sandbox.rows import DatabaseError
     from star.synthesis.pipeline import QueryFileError, read_jsonl, write_jsonl
     from star.synthesis.validate import validate_record
 

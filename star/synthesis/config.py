@@ -9,22 +9,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from star.evaluation.queries import parse_ratio
+
 LEVELS = ("easy", "medium", "hard")
-
-
-def parse_ratio(text: str | list | tuple) -> tuple[float, float, float]:
-    """'4:3:3' (or a 3-sequence) -> normalised easy/medium/hard shares; ValueError names the problem."""
-    parts = text.split(":") if isinstance(text, str) else list(text)
-    if len(parts) != 3:
-        raise ValueError(f"level ratio {text!r}: expected three parts easy:medium:hard, e.g. 4:3:3")
-    try:
-        values = [float(p) for p in parts]
-    except (TypeError, ValueError):
-        raise ValueError(f"level ratio {text!r}: parts must be numbers") from None
-    if any(v < 0 for v in values) or sum(values) <= 0:
-        raise ValueError(f"level ratio {text!r}: parts must be >= 0 and not all zero")
-    total = sum(values)
-    return tuple(v / total for v in values)  # type: ignore[return-value]
 
 
 def ratio_text(value: object) -> str:

@@ -12,7 +12,7 @@ import random
 from collections import Counter
 from datetime import date, timedelta
 
-from star.sandbox.database import CUISINES, HOUSE_RULES, Database
+from star.sandbox.rows import CUISINES, HOUSE_RULES, Database
 from star.synthesis.config import LEVELS, SamplingConfig
 
 ROOM_TYPE_VALUES = ("shared room", "not shared room", "private room", "entire room")

@@ -15,7 +15,7 @@ import random
 from pathlib import Path
 from typing import Callable, Iterable
 
-from star.sandbox.database import Database
+from star.sandbox.rows import Database
 from star.synthesis.config import LEVELS, SynthesisConfig, parse_ratio
 from star.synthesis.elements import element_key, sample_elements
 from star.synthesis.roundtrip import mismatches, places_of

@@ -11,7 +11,7 @@ import re
 from datetime import date
 from typing import Iterable
 
-from star.sandbox.database import CUISINES, Database
+from star.sandbox.rows import CUISINES, Database
 
 WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
                 "nine": 9, "ten": 10, "single": 1}

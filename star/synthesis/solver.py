@@ -25,7 +25,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from star.sandbox.database import Accommodation, Database, Flight
+from star.sandbox.rows import Accommodation, Database, Flight
 from star.synthesis.config import SolverConfig
 
 INF = float("inf")

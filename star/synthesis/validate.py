@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from star.sandbox.database import Database
+from star.sandbox.rows import Database
 from star.synthesis.pipeline import QueryFileError, certify, normalize, query_id
 from star.synthesis.config import LEVELS
 from star.synthesis.roundtrip import mismatches, places_of

@@ -159,7 +159,7 @@ class Tracker:
         """Flattened params (rl.learning_rate …), in batches of 100 (the store's limit per call)."""
         from mlflow.entities import Param
 
-        from star.config import flatten
+        from star.params_io import flatten
 
         flat = flatten(params)
         items = [Param(k, _param_value(v)) for k, v in flat.items()]
@@ -171,7 +171,7 @@ class Tracker:
         """Numeric leaves of a nested dict as metrics (`eval.success_rate`, `eval.by_level.easy.success_rate`)."""
         from mlflow.entities import Metric
 
-        from star.config import flatten
+        from star.params_io import flatten
 
         now = _now_ms()
         items = [Metric(_metric_key(prefix + k), float(v), now, step)
@@ -184,7 +184,7 @@ class Tracker:
         """Training dynamics: one record per step (reward, success, entropy, …) as metric histories."""
         from mlflow.entities import Metric
 
-        from star.config import flatten
+        from star.params_io import flatten
 
         now = _now_ms()
         batch, n = [], 0
@@ -280,7 +280,7 @@ def _param_value(value: Any) -> str:
 
 def eval_rows(metrics: dict[str, Any]) -> list[tuple[str, str, float]]:
     """Nested metric table -> (group, metric, value) rows; the group is the path above the leaf."""
-    from star.config import flatten
+    from star.params_io import flatten
 
     rows = []
     for key, value in flatten(metrics).items():

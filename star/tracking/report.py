@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from star import stats
+from star.plots import save_figure
 from star.tracking import paper_results as paper
-from star.tracking import stats
 from star.tracking.config import ReportConfig
 
 # Aggregate keys of star.evaluation.evaluator.aggregate, shown in this order.
@@ -171,7 +172,7 @@ def per_query_metrics(samples: dict[str, list[tuple[dict, str]]], reward: str = 
 
 
 def curves_from_steps(records: list[dict], step_key: str = "step") -> dict[str, list[tuple[int, float]]]:
-    from star.config import flatten
+    from star.params_io import flatten
 
     curves: dict[str, list[tuple[int, float]]] = {}
     for i, r in enumerate(records):
@@ -529,7 +530,7 @@ def plot_success(report: Report, path: Path) -> Path:
     ax.set_title(f"{report.ablation}: success by variant ({report.n_queries} queries)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    _save_fig(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
     return path
 
@@ -555,7 +556,7 @@ def plot_metrics(report: Report, path: Path) -> Path | None:
     fig.suptitle(f"{report.ablation}: headline metrics by variant ({report.n_queries} queries, "
                  f"{round(report.confidence * 100)}% intervals)")
     fig.tight_layout()
-    _save_fig(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
     return path
 
@@ -638,23 +639,9 @@ def plot_curves(variants: list[VariantResult], path: Path, panels: tuple[str, ..
         ax.set_xlabel("step")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
-    _save_fig(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
     return path
-
-
-def _save_fig(fig, path: Path) -> None:
-    import os
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=110)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def write_report(report: Report, variants: list[VariantResult], out_dir: str | Path) -> dict[str, Path]:

@@ -167,7 +167,8 @@ def run(args: argparse.Namespace) -> int:
     params = _load_params(args.params)
     sections = [s for s in args.sections.split(",") if s]
     try:
-        from star.config import ConfigError, validate_sections
+        from star.config import validate_sections
+        from star.params_io import ConfigError
 
         validate_sections(params, sections, args.params)
     except ConfigError as exc:

@@ -208,7 +208,7 @@ class Workspace:
     # ------------------------------------------------------------------------------ setup
     def prepare(self, params: dict, commit: str) -> "Workspace":
         """Check out `commit` here (a new worktree, or the existing one moved to it) and write params.yaml."""
-        from star.config import write_yaml
+        from star.params_io import write_yaml
 
         if self.path.exists() and not (self.path / ".git").exists():
             shutil.rmtree(self.path)  # not a worktree (an older layout): start clean

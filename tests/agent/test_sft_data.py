@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from star.agent.sft_data import rejection_reason, select
-from star.agent.teacher import BuiltinTeacher
+from star.teachers.sft_data import rejection_reason, select
+from star.teachers.builtin import BuiltinTeacher
 from star.agent.trajectory import Trajectory, TrajectoryFileError, read_trajectories, write_trajectories
 from star.cli import main
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from star.agent.config import AgentConfig
-from star.agent.sft_data import roles_problem
-from star.agent.teacher import BuiltinTeacher
+from star.teachers.sft_data import roles_problem
+from star.teachers.builtin import BuiltinTeacher
 from star.agent.turns import parse_turn
 from star.evaluation.evaluator import evaluate_plan
 
@@ -74,7 +74,7 @@ def test_teacher_on_the_real_validation_queries(real_db, queries_dir):
 def test_teacher_probes_reachability_before_choosing_cities(any_db):
     """Multi-city queries whose origin reaches few of the state's cities (the hard kind for a teacher that
     picks cities by price alone): probing which cities the origin reaches first finds a certified route."""
-    from star.agent.config import BuiltinTeacherConfig
+    from star.teachers.config import BuiltinTeacherConfig
     from star.synthesis.config import SamplingConfig, SynthesisConfig
     from star.synthesis.pipeline import synthesize
 

@@ -48,8 +48,8 @@ def test_audit_refuses_unpaired_inputs(generated_db, trip):
 
 
 def test_eval_agent_metrics_carry_the_audit(generated_db, trip, tmp_path):
-    from star.agent.config import EvalConfig
-    from star.agent.eval_agent import metric_table, metrics, write_outputs
+    from star.policy_eval.config import EvalConfig
+    from star.policy_eval.eval_agent import metric_table, metrics, write_outputs
     from star.agent.trajectory import Trajectory
 
     q, p = trip(generated_db)
@@ -106,7 +106,7 @@ def test_hacking_audit_flags_plans_that_are_not_plans(any_db):
 
 
 def test_eval_agent_metrics_carry_the_hacking_audit(generated_db):
-    from star.agent.eval_agent import metric_table, metrics
+    from star.policy_eval.eval_agent import metric_table, metrics
     from star.agent.env import score_plan
     from star.agent.trajectory import Trajectory
     from star.evaluation.degrade import degraded_plans

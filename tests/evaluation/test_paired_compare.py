@@ -13,9 +13,10 @@ from star.cli import main
 def two_evaluations(generated_db, tmp_path_factory):
     """The built-in teacher on 8 certified queries, 2 seeded episodes each: once with every tool call it
     needs ('after') and once held to 6 calls with tools failing ('before'), written as eval-agent writes them."""
-    from star.agent.config import AgentConfig, EvalConfig
-    from star.agent.eval_agent import metrics, write_outputs
-    from star.agent.teacher import BuiltinTeacher
+    from star.agent.config import AgentConfig
+    from star.policy_eval.config import EvalConfig
+    from star.policy_eval.eval_agent import metrics, write_outputs
+    from star.teachers.builtin import BuiltinTeacher
     from star.synthesis.pipeline import synthesize
 
     root = tmp_path_factory.mktemp("paired")

@@ -314,9 +314,10 @@ def test_report_reproduces_eval_agents_table_on_real_episodes(generated_db, tmp_
     """Episodes of the built-in teacher on certified queries, written as eval-agent writes them: the
     report's per-query means give eval-agent's pooled rates and mean reward (hard micro aside: the
     evaluator pools it over constraints, the report averages each query's fraction)."""
-    from star.agent.config import AgentConfig, EvalConfig
-    from star.agent.eval_agent import metrics, write_outputs
-    from star.agent.teacher import BuiltinTeacher
+    from star.agent.config import AgentConfig
+    from star.policy_eval.config import EvalConfig
+    from star.policy_eval.eval_agent import metrics, write_outputs
+    from star.teachers.builtin import BuiltinTeacher
     from star.synthesis.pipeline import synthesize
 
     queries = synthesize(generated_db, 8, seed=7)

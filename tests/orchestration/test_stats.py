@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from star.tracking import stats
+from star import stats
 
 
 def test_bootstrap_interval_brackets_the_mean_and_is_reproducible():

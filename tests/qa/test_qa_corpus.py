@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from star.qa.corpus import CorpusError, Passage, corpus_digest, load_corpus, resolve_corpus, split_contents, write_corpus
+from star.qa.builtin_data import resolve_corpus
+from star.qa.corpus import CorpusError, Passage, corpus_digest, load_corpus, split_contents, write_corpus
 
 
 def test_wiki18_contents_split_into_title_and_text(tmp_path):

@@ -112,7 +112,7 @@ def test_eval_agent_reads_the_eval_section_of_a_params_file_and_flags_override_i
 
 
 def test_eval_metrics_carry_the_mean_training_reward_of_the_episodes(generated_db, synthetic_queries):
-    from star.agent.eval_agent import metrics
+    from star.policy_eval.eval_agent import metrics
     from star.agent.trajectory import Trajectory
 
     q = synthetic_queries[0]
@@ -147,8 +147,8 @@ def test_a_cut_off_evaluation_resumes_from_its_journal_and_runs_only_the_missing
         tiny_model_dir, query_file, tmp_path):
     import argparse
 
-    from star.agent.cli_eval import add_arguments, eval_config
-    from star.agent.eval_agent import journal_key
+    from star.policy_eval.cli_eval_agent import add_arguments, eval_config
+    from star.policy_eval.eval_agent import journal_key
     from star.agent.trajectory import read_trajectories
     from star.evaluation.queries import load_queries
     from star.rollout.journal import EpisodeJournal

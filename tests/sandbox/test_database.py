@@ -6,7 +6,8 @@ import shutil
 
 import pytest
 
-from star.sandbox.database import FILES, Database, DatabaseError, load_database, load_directory, resolve_db_spec
+from star.sandbox.database import load_database, load_directory, resolve_db_spec
+from star.sandbox.rows import FILES, Database, DatabaseError
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +96,8 @@ def test_spec_resolution_prefers_the_argument_then_star_db(monkeypatch):
 
 @pytest.mark.realdb
 def test_an_env_spec_names_the_directory_in_that_variable(monkeypatch, saved_world):
-    from star.sandbox.database import DatabaseError, resolve_db_spec
+    from star.sandbox.database import resolve_db_spec
+    from star.sandbox.rows import DatabaseError
 
     monkeypatch.setenv("MY_TP_DB", str(saved_world))
     assert resolve_db_spec("env:MY_TP_DB") == str(saved_world)

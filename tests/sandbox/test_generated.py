@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from star.sandbox import world_data as wd
-from star.sandbox.database import CUISINES, FILES, HOUSE_RULES, ROOM_TYPES, load_database, load_directory
+from star.sandbox.database import load_database, load_directory
+from star.sandbox.rows import CUISINES, FILES, HOUSE_RULES, ROOM_TYPES
 from star.sandbox.generated import MARCH_2022, format_duration, format_km, haversine_km, parse_duration_minutes
 
 TABLES = ("city_states", "city_set", "state_set", "flights", "restaurants", "attractions", "accommodations",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from star.sandbox.database import Accommodation, Attraction, Database, Distance, Flight, Restaurant
+from star.sandbox.rows import Accommodation, Attraction, Database, Distance, Flight, Restaurant
 from star.sandbox.render import INVALID_ACTION
 from star.sandbox.tools import ALIASES, TOOL_ARGUMENTS, TOOL_SPECS, Toolbox, ToolResult
 

@@ -7,7 +7,7 @@ test can remove exactly the thing that makes a query feasible.
 
 from __future__ import annotations
 
-from star.sandbox.database import Accommodation, Attraction, Database, Distance, Flight, Restaurant
+from star.sandbox.rows import Accommodation, Attraction, Database, Distance, Flight, Restaurant
 
 POS = {"Origin": 0, "Alpha": 300, "Beta": 350, "Gamma": 420, "Delta": 500}
 STATES = {"Origin": "Home", "Alpha": "Eden", "Beta": "Eden", "Gamma": "Eden", "Delta": "Eden"}

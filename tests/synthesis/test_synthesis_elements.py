@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-from star.sandbox.database import CUISINES, HOUSE_RULES
+from star.sandbox.rows import CUISINES, HOUSE_RULES
 from star.synthesis.elements import ROOM_TYPE_VALUES, TRANSPORT_VALUES, element_key, sample_elements
 from star.synthesis.pipeline import level_counts, slot_levels
 

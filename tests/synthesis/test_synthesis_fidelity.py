@@ -64,8 +64,8 @@ def test_the_generated_worlds_synthetic_queries_are_as_hard_for_the_teacher_as_t
     level and by (days, cities) on the generated world within 8 points of the 180 real validation queries
     on the real database (the bench's ±5 at 1,500 queries, plus this draw's sampling noise). A denser
     world (every state's cities joined by flights and roads) is 5-11 points too easy and fails."""
-    from star.agent.cli_teacher import run_teacher
-    from star.agent.teacher import BuiltinTeacher
+    from star.teachers.cli_teacher import run_teacher
+    from star.teachers.builtin import BuiltinTeacher
     from star.evaluation.queries import load_queries
     from star.synthesis.pipeline import synthesize
 

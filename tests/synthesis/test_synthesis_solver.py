@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from star.sandbox.database import Distance, Restaurant
+from star.sandbox.rows import Distance, Restaurant
 from star.synthesis.config import SolverConfig
 from star.synthesis.elements import sample_elements
 from star.synthesis.solver import solve

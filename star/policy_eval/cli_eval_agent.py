@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from star.agent.cli_teacher import optional_int
-from star.agent.config import EvalConfig
+from star.teachers.cli_teacher import optional_int
+from star.policy_eval.config import EvalConfig
 
 
 # Flags that set an EvalConfig field; left out, the field comes from --config's `eval` section, else its default.
@@ -64,7 +64,7 @@ def eval_config(args) -> EvalConfig:
 def run(args) -> int:
     from pathlib import Path
 
-    from star.agent.eval_agent import agent_config, metric_table, metrics, run_policy, write_outputs
+    from star.policy_eval.eval_agent import agent_config, metric_table, metrics, run_policy, write_outputs
     from star.evaluation.queries import load_queries
     from star.sandbox.database import load_database
 
@@ -82,7 +82,7 @@ def run(args) -> int:
     progress = not args.quiet
     journal = None
     if args.checkpoints:
-        from star.agent.eval_agent import journal_key
+        from star.policy_eval.eval_agent import journal_key
         from star.rollout.journal import EpisodeJournal
 
         journal = EpisodeJournal(args.checkpoints, journal_key(args.model, queries, args.db, cfg))
@@ -104,8 +104,8 @@ def run(args) -> int:
             if journal is not None:
                 raise SystemExit("star eval-agent: --checkpoints needs a local model or --tokenizer (token-id "
                                  "episodes); a chat-only endpoint runs without a journal")
-            from star.agent.cli_teacher import run_teacher
-            from star.agent.llm_teacher import LLMTeacher
+            from star.teachers.cli_teacher import run_teacher
+            from star.teachers.llm import LLMTeacher
             from star.rollout.base import SamplingParams
 
             teacher = LLMTeacher(backend, db, agent_config(cfg), SamplingParams(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
-from star.agent.config import SFTDataConfig
+from star.teachers.config import SFTDataConfig
 from star.agent.prompt import OBSERVATION_CLOSE, OBSERVATION_OPEN
 from star.agent.trajectory import Trajectory
 from star.agent.turns import parse_turn

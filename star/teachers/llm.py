@@ -13,7 +13,7 @@ from star.agent.config import AGENT_DEFAULTS, AgentConfig
 from star.agent.env import TravelPlannerEnv
 from star.agent.trajectory import Trajectory
 from star.rollout.base import SamplingParams, derive_seed
-from star.sandbox.database import Database
+from star.sandbox.rows import Database
 
 
 class LLMTeacher:

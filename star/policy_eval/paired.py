@@ -101,7 +101,7 @@ def compare(before: list[dict], after: list[dict], queries: list[dict], db,
     better / worse), grouped into headline / reward / checks / behaviour per mode, and `by_level`."""
     from tqdm.auto import tqdm
 
-    from star.tracking.stats import paired_difference
+    from star.stats import paired_difference
 
     by_id = {str(q.get("id", q.get("idx", i))): q for i, q in enumerate(queries)}
     missing = sorted({str(t["query_id"]) for t in before + after} - set(by_id))
@@ -203,7 +203,7 @@ def plot(result: dict, path: str | Path, mode: str = "official") -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from star.tracking.report import _save_fig
+    from star.plots import save_figure
 
     m = result["modes"][mode]
     behaviour = [r for r in result["behaviour"] if r["key"] not in ("tool_calls", "policy_tokens")]
@@ -228,7 +228,7 @@ def plot(result: dict, path: str | Path, mode: str = "official") -> Path:
                  f"{h['diff']:+.3f} ± {h['diff_se']:.3f}, z {h['z']:.1f}", fontsize=11)
     fig.tight_layout()
     out = Path(path)
-    _save_fig(fig, out)  # written whole or not at all
+    save_figure(fig, out)  # written whole or not at all
     plt.close(fig)
     return out
 

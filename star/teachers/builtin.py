@@ -18,12 +18,13 @@ import math
 import random
 import time
 
-from star.agent.config import AGENT_DEFAULTS, AgentConfig, BuiltinTeacherConfig
+from star.agent.config import AGENT_DEFAULTS, AgentConfig
+from star.teachers.config import BuiltinTeacherConfig
 from star.agent.env import TravelPlannerEnv
 from star.agent.trajectory import Trajectory
 from star.agent.turns import render_answer, render_tool_call
 from star.evaluation.plan import format_plan_text
-from star.sandbox.database import Accommodation, Attraction, Database, Distance, Flight, Restaurant
+from star.sandbox.rows import Accommodation, Attraction, Database, Distance, Flight, Restaurant
 from star.sandbox.tools import ToolResult
 from star.synthesis import solver as solver_mod
 from star.synthesis.solver import ROOM_TYPE_MATCH, solve

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from star.agent.config import SFTDataConfig
+from star.teachers.config import SFTDataConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +20,7 @@ def run(args) -> int:
     import json
     from pathlib import Path
 
-    from star.agent.sft_data import report_table, select
+    from star.teachers.sft_data import report_table, select
     from star.agent.trajectory import iter_trajectories, write_jsonl
 
     cfg = SFTDataConfig(tool_budget=args.tool_budget, require_success=not args.keep_failures)

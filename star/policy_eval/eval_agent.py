@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from star.agent.config import AgentConfig, EvalConfig
+from star.agent.config import AgentConfig
+from star.policy_eval.config import EvalConfig
 from star.agent.trajectory import Trajectory, write_jsonl, write_trajectories
-from star.sandbox.database import Database
+from star.sandbox.rows import Database
 
 METRIC_COLUMNS = [("delivery_rate", "delivery"), ("commonsense_micro", "cs micro"), ("commonsense_macro", "cs macro"),
                   ("hard_micro", "hard micro"), ("hard_macro", "hard macro"), ("success_rate", "success")]

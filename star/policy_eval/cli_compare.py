@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from star.evaluation.paired import compare, headline_row, read_episodes, write
+    from star.policy_eval.paired import compare, headline_row, read_episodes, write
     from star.evaluation.queries import load_queries
     from star.sandbox.database import load_database
 

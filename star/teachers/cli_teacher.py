@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from star.agent.config import AgentConfig, BuiltinTeacherConfig, TeacherConfig
+from star.agent.config import AgentConfig
+from star.teachers.config import BuiltinTeacherConfig, TeacherConfig
 
 
 def optional_int(text: str) -> int | None:
@@ -120,13 +121,13 @@ def run(args) -> int:
         from transformers import AutoTokenizer
         tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
     if cfg.kind == "builtin":
-        from star.agent.teacher import BuiltinTeacher
+        from star.teachers.builtin import BuiltinTeacher
 
         teacher, workers = BuiltinTeacher(db, agent, cfg.builtin, tokenizer=tokenizer), 1
     else:
         if not cfg.endpoint or not cfg.model:
             raise SystemExit("star teacher: --teacher openai needs --endpoint and --model")
-        from star.agent.llm_teacher import LLMTeacher
+        from star.teachers.llm import LLMTeacher
         from star.rollout.backends.openai_http import OpenAIBackend
         from star.rollout.base import SamplingParams
 
