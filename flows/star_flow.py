@@ -424,7 +424,7 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
                 failed[v.name] = failure_line(exc)
         summary: dict[str, Any] = {"ablation": name, "parent_run_id": parent, "variants": outcomes,
                                    "failed": failed}
-        if stages is None or "evaluate@rl" in needed_stages(PROJECT_DIR, stages):  # e.g. stages=["compare"]
+        if stages is None or "eval_agent@rl" in needed_stages(PROJECT_DIR, stages):  # e.g. stages=["compare"]
             results = [rep.load_variant_dir(o["workspace"], o["variant"]) for o in outcomes]
             report = rep.build_report(results, name, abl.description, abl.paper_table, base_cfg["report"],
                                       eval_set=str(base_cfg["eval"].split), evaluator_mode=str(base_cfg["eval"].mode),

@@ -65,7 +65,7 @@ class Trial:
 
     def start(self, logfile: Path, extra_env: dict | None = None) -> subprocess.Popen:
         cmd = [str(BIN / "python"), "flows/star_flow.py", "--ablation", str(self.ablation), "--profile", self.profile,
-               "--stages", "evaluate"]
+               "--stages", "eval_agent"]
         fh = open(logfile, "w")
         return subprocess.Popen(cmd, cwd=self.repo, env={**self.env, **(extra_env or {})}, stdout=fh,
                                 stderr=subprocess.STDOUT)
@@ -155,8 +155,8 @@ def cache_rehashes(repo: Path) -> tuple[int, list[str]]:
 def dvc_clean(trial: Trial) -> list[str]:
     dirty = []
     for ws in trial.workspaces():
-        proc = subprocess.run([str(BIN / "dvc"), "status", "--with-deps", "evaluate@base", "evaluate@sft",
-                               "evaluate@rl"], cwd=ws, capture_output=True, text=True, env=trial.env)
+        proc = subprocess.run([str(BIN / "dvc"), "status", "--with-deps", "eval_agent@base", "eval_agent@sft",
+                               "eval_agent@rl"], cwd=ws, capture_output=True, text=True, env=trial.env)
         if proc.returncode != 0 or "up to date" not in proc.stdout:
             dirty.append(f"{ws.name}: {(proc.stdout + proc.stderr).strip()[:300]}")
     return dirty

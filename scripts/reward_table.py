@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="folder for queries.jsonl and plans/*.jsonl")
     args = ap.parse_args(argv)
 
-    from star.evaluation.cli import evaluate_files
+    from star.evaluation.cli_evaluate import evaluate_files
     from star.evaluation.degrade import DEGRADATIONS, degraded_plans, order_violations
     from star.evaluation.rewards import ORDERED, REWARDS
     from star.jsonl import write_jsonl

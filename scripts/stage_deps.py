@@ -1,7 +1,8 @@
 """Every DVC stage's code deps are the import closure of the command it runs: derived, never listed by hand.
 
     .venv/bin/python scripts/stage_deps.py           # check: exit 1 naming each stage whose deps differ
-    .venv/bin/python scripts/stage_deps.py --write   # rewrite the star/ deps of dvc.yaml and learn/dvc.yaml
+    .venv/bin/python scripts/stage_deps.py --write   # rewrite the star/ deps of dvc.yaml and learn/dvc.yaml,
+                                                     # and docs/stages.md (stage -> command -> module)
 
 A stage's command is `star SUBCOMMAND ...` (after the stage_run wrapper's `--`); star/cli.py's table names
 the module that runs it. The closure follows every `import` in each file of star/ (function-local ones
@@ -114,14 +115,18 @@ def compress(files: set[Path], root: Path = ROOT) -> list[str]:
     return sorted(out)
 
 
+def command_words(cmd: str) -> list[str]:
+    """The stage's own command: what follows the stage_run wrapper's `--`."""
+    words = shlex.split(cmd.replace("\n", " "))
+    return words[words.index("--") + 1:] if "--" in words else words
+
+
 def command_module(cmd: str) -> str | None:
     """The module that runs a stage's command: `star SUB` after the wrapper's `--`, or `python -m MOD`."""
     sys.path.insert(0, str(ROOT))
     from star.cli import COMMANDS
 
-    words = shlex.split(cmd.replace("\n", " "))
-    if "--" in words:
-        words = words[words.index("--") + 1:]
+    words = command_words(cmd)
     for i, word in enumerate(words):
         if Path(word).name == "star" and i + 1 < len(words):
             sub = words[i + 1]
@@ -180,6 +185,32 @@ def rewrite(text: str, doc, stages: dict[str, tuple[list[str], list[str]]]) -> s
     return "".join(lines)
 
 
+TABLE = ROOT / "docs" / "stages.md"
+
+
+def stage_table(root: Path = ROOT) -> str:
+    """docs/stages.md: every stage of both pipelines, the command it runs and the module that runs it."""
+    lines = ["# Stages: name → command → module", "",
+             "Generated from dvc.yaml and learn/dvc.yaml by `.venv/bin/python scripts/stage_deps.py --write`; "
+             "tests/orchestration/test_stage_deps.py fails when it is stale. A stage `NAME` runs `star NAME` "
+             "(underscores as dashes; `learn_X` runs `star learn X`), whose code is `star/<package>/cli_NAME.py`; "
+             "its code deps are that module's import closure.", "",
+             "| pipeline | stage | command | module | code deps (files) |", "|---|---|---|---|---|"]
+    for rel in PIPELINES:
+        doc = _yaml().load((root / rel).read_text())
+        for name, stage in doc["stages"].items():
+            body = stage["do"] if "do" in stage else stage
+            words = command_words(str(body["cmd"]))
+            sub = words[1:3] if words[1:2] == ["learn"] else words[1:2]
+            items = list(stage["foreach"]) if isinstance(stage.get("foreach"), dict) else []
+            shown = f"{name}@{{{','.join(items)}}}" if items else name
+            module = command_module(str(body["cmd"]))
+            n = len(closure(module, root)) if module else 0
+            path = module_file(module, root).relative_to(root).as_posix() if module else "-"
+            lines.append(f"| {rel} | `{shown}` | `star {' '.join(sub)}` | [{path}](../{path}) | {n} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="rewrite the code deps in place")
@@ -198,6 +229,12 @@ def main(argv: list[str] | None = None) -> int:
                   f" missing {missing or '-'}, not imported {extra or '-'}")
         if args.write:
             path.write_text(rewrite(path.read_text(), doc, stages))
+    table = stage_table()
+    if args.write:
+        TABLE.write_text(table)
+    elif not TABLE.is_file() or TABLE.read_text() != table:
+        stale += 1
+        print(f"{TABLE.relative_to(ROOT)} is not the table of today's stages")
     if stale and not args.write:
         print("run `.venv/bin/python scripts/stage_deps.py --write` to derive them", file=sys.stderr)
         return 1

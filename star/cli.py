@@ -11,15 +11,17 @@ import importlib
 import os
 import sys
 
-# name -> (module, one-line help). The module owns its arguments and its behaviour.
+# name -> (module, one-line help). The module owns its arguments and its behaviour; it is the subcommand's
+# name in its package (`eval-agent` -> star/policy_eval/cli_eval_agent.py), and a DVC stage that runs it has that
+# name too (`eval_agent@rl`), so a stage is one hop from its code (tests/orchestration/test_stage_names.py).
 COMMANDS: dict[str, tuple[str, str]] = {
-    "tools": ("star.sandbox.cli", "call one sandbox tool (or a JSONL batch of calls) and print the observation"),
-    "sandbox": ("star.sandbox.cli_export", "write a database (real or generated) in the official CSV layout"),
-    "evaluate": ("star.evaluation.cli", "score plans against queries (official or strict mode)"),
+    "tools": ("star.sandbox.cli_tools", "call one sandbox tool (or a JSONL batch of calls) and print the observation"),
+    "sandbox": ("star.sandbox.cli_sandbox", "write a database (real or generated) in the official CSV layout"),
+    "evaluate": ("star.evaluation.cli_evaluate", "score plans against queries (official or strict mode)"),
     "synthesize": ("star.synthesis.cli_synthesize", "sample, certify and phrase new queries"),
     "validate": ("star.synthesis.cli_validate", "re-certify a query file and run its data-quality suite"),
     "split": ("star.synthesis.cli_split", "split validated queries into SFT pool / RL train / validation"),
-    "check-data": ("star.quality.cli", "run a Great Expectations suite on a data file"),
+    "check-data": ("star.quality.cli_check_data", "run a Great Expectations suite on a data file"),
     "teacher": ("star.teachers.cli_teacher", "run a teacher agent on queries and write scored trajectories"),
     "sft-data": ("star.teachers.cli_sft_data", "rejection sampling: keep successful, well-formed trajectories"),
     "eval-agent": ("star.policy_eval.cli_eval_agent", "run a policy on a query set and write the metric table"),
@@ -27,8 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "build-model": ("star.training.cli_build_model", "build a local model profile (smoke / cpu) by path"),
     "sft": ("star.training.cli_sft", "supervised fine-tuning with DeepSpeed"),
     "grpo": ("star.training.cli_grpo", "GRPO / DAPO / ARPO training with DeepSpeed"),
-    "export-checkpoint": ("star.training.cli_export", "a GRPO checkpoint (checkpoints/step-N) as a model directory"),
-    "eval-qa": ("star.qa.cli", "out-of-domain knowledge QA with a local search tool"),
+    "export-checkpoint": ("star.training.cli_export_checkpoint", "a GRPO checkpoint (checkpoints/step-N) as a model directory"),
+    "qa-data": ("star.qa.cli_qa_data", "write the built-in encyclopedia and QA set over a sandbox world"),
+    "qa-index": ("star.qa.cli_qa_index", "build the search index of a QA corpus"),
+    "eval-qa": ("star.qa.cli_eval_qa", "out-of-domain knowledge QA with a local search tool"),
     "learn": ("star.qa.cli_learn", "the learning demonstration: SFT -> GRPO on search-tool QA, paired before/after"),
     "curves": ("star.tracking.cli_curves", "a training run's step metrics (metrics.jsonl) as a table and a plot"),
     "report": ("star.tracking.cli_report", "compare ablation variants: tables, statistics, plots"),

@@ -37,7 +37,7 @@ def retries(stage: str, default: int) -> int:
 
 
 def task_for(stage: str):
-    """The task of a dvc.yaml stage (`evaluate@rl`)."""
+    """The task of a dvc.yaml stage (`eval_agent@rl`)."""
     tasks = stage_tasks()
     if stage not in tasks:
         raise KeyError(f"dvc.yaml has no stage {stage!r}; it has {', '.join(tasks)}")

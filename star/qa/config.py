@@ -76,7 +76,7 @@ class EpisodeConfig(_Config):
 
 
 class QAConfig(_Config):
-    """Everything `star eval-qa` and the `evaluate_ood` stage read."""
+    """Everything `star eval-qa` and the `eval_qa` stage read."""
 
     datasets: list[str] = Field(default_factory=lambda: ["world"])
     """Dataset names, `world[:DB]` or file paths (paper: the seven of PAPER_DATASETS, as files or from the hub)."""

@@ -2,7 +2,7 @@
 
 Episodes go through the project's rollout engine (batched generation, tools in threads, token-in /
 token-out); only the environment differs from TravelPlanner. `evaluate_ood` is the stage function
-(`star eval-qa`, the `evaluate_ood` DVC stage, the Prefect task): it writes
+(`star eval-qa`, the `eval_qa` DVC stage, the Prefect task): it writes
 
     OUT/results.json            per-dataset EM, answer / format-error rates, searches, recall@k
     OUT/table.md                the Table-2-shaped row (datasets in the paper's order + average)

@@ -8,7 +8,7 @@ finished variant is saved as a DVC experiment (`dvc exp save`): `dvc exp show` i
 it and `dvc exp apply NAME` brings its outputs back.
 
 dvc.yaml is the one list of stages: `stage_order` reads it through DVC's own index (foreach
-stages expanded as `evaluate@rl`), in dependency order. Used by the Prefect flow; usable alone.
+stages expanded as `eval_agent@rl`), in dependency order. Used by the Prefect flow; usable alone.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def stage_meta(repo_dir: Path = PROJECT_DIR) -> dict[str, dict]:
 
 
 def needed_stages(repo_dir: Path, wanted: list[str] | None) -> list[str]:
-    """The named stages (a foreach name like `evaluate` means all its items) and everything upstream."""
+    """The named stages (a foreach name like `eval_agent` means all its items) and everything upstream."""
     import networkx as nx
 
     stages, graph = _index(Path(repo_dir))

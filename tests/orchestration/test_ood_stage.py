@@ -1,7 +1,7 @@
-"""The out-of-domain branch (qa_data → qa_index → evaluate_ood) runs its dvc.yaml commands for real
+"""The out-of-domain branch (qa_data → qa_index → eval_qa) runs its dvc.yaml commands for real
 on the smoke world and logs one MLflow stage run with the per-dataset metrics and the Table 2 file.
 
-evaluate_ood reads `models/rl/selected`; here a tiny saved policy stands in for GRPO's output so the
+eval_qa reads `models/rl/selected`; here a tiny saved policy stands in for GRPO's output so the
 branch runs without training (four stages through `dvc repro --single-item`; test_smoke_pipeline.py
 runs it after a real grpo stage).
 """
@@ -35,7 +35,7 @@ def test_ood_stage_evaluates_the_selected_model_and_logs_the_table(tmp_path):
     assert len(questions) == 20 and (ws / "data/qa/index").is_dir()
 
     build_tiny_model(ws / "models/rl/selected", hidden=32, layers=1, vocab_size=512, seed=0)
-    assert runner.repro("evaluate_ood", log=lambda _: None).status == "ran"
+    assert runner.repro("eval_qa", log=lambda _: None).status == "ran"
 
     metrics = json.loads((ws / "metrics/ood/metrics.json").read_text())
     assert set(metrics) >= {"qa.world.em", "qa.average_em", "ood_average"}
@@ -47,7 +47,7 @@ def test_ood_stage_evaluates_the_selected_model_and_logs_the_table(tmp_path):
 
     client = MlflowClient(tracking_uri=uri)
     runs = client.search_runs([e.experiment_id for e in client.search_experiments()],
-                              "tags.`star.stage` = 'evaluate_ood'")
+                              "tags.`star.stage` = 'eval_qa'")
     assert len(runs) == 1
     run = runs[0]
     assert run.data.metrics["qa.world.em"] == metrics["qa.world.em"]

@@ -34,7 +34,7 @@ def _jsonl(path):
 def test_every_stage_ran_or_came_from_dvcs_run_cache(smoke):
     _, statuses = smoke
     assert set(statuses.values()) <= {"ran", "restored", "unchanged"}
-    assert {"sandbox", "teacher", "sft", "grpo", "evaluate@rl", "evaluate_ood"} <= set(statuses)
+    assert {"sandbox", "teacher", "sft", "grpo", "eval_agent@rl", "eval_qa"} <= set(statuses)
 
 
 def test_sft_takes_real_steps_on_whole_teacher_trajectories(smoke):

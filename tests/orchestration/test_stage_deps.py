@@ -42,13 +42,13 @@ def test_a_stage_missing_one_module_of_its_closure_is_reported(tmp_path):
 
 def test_every_stage_that_scores_a_reward_depends_on_the_rewards():
     deps = _derived()
-    for stage in ("grpo", "evaluate", "compare"):
+    for stage in ("grpo", "eval_agent", "compare"):
         assert _covers(deps[stage], "star/evaluation/rewards.py"), stage
 
 
 def test_the_tool_observations_text_reruns_teacher_grpo_and_evaluate():
     deps = _derived()
-    for stage in ("teacher", "grpo", "evaluate"):
+    for stage in ("teacher", "grpo", "eval_agent"):
         assert _covers(deps[stage], "star/sandbox/tools.py"), stage
         assert _covers(deps[stage], "star/sandbox/render.py"), stage
 
@@ -74,3 +74,31 @@ def test_sft_does_not_rerun_when_a_reward_changes():
     deps = {**_derived(), **_derived("learn/dvc.yaml")}
     for stage in ("build_model", "sft", "learn_sft"):
         assert not _covers(deps[stage], "star/evaluation/rewards.py"), stage
+
+
+def test_the_stage_table_in_the_docs_is_todays():
+    assert (ROOT / "docs" / "stages.md").read_text() == stage_deps.stage_table()
+
+
+@pytest.mark.parametrize("pipeline", stage_deps.PIPELINES)
+def test_a_stage_is_one_hop_from_its_subcommand_and_module(pipeline):
+    """Stage NAME runs `star NAME` (dashes for underscores) from star/<package>/cli_NAME.py; the learn pipeline's
+    stages are `learn_` + the same rule, its steps (`star learn STEP`) in star/qa/cli_learn.py."""
+    doc = stage_deps._yaml().load((ROOT / pipeline).read_text())
+    for name, stage in doc["stages"].items():
+        cmd = str((stage.get("do") or stage)["cmd"])
+        words = stage_deps.command_words(cmd)
+        module = stage_deps.command_module(cmd)
+        base = name.split("@")[0].removeprefix("learn_") if pipeline.startswith("learn") else name.split("@")[0]
+        if words[1] == "learn":
+            assert base.split("_")[0] == words[2] and module == "star.qa.cli_learn", name
+        else:
+            assert base == words[1].replace("-", "_"), f"stage {name} runs `star {words[1]}`"
+            assert module.rsplit(".", 1)[1] == f"cli_{base}", f"stage {name} runs {module}"
+
+
+def test_every_subcommand_lives_in_the_module_named_after_it():
+    from star.cli import COMMANDS
+
+    for name, (module, _) in COMMANDS.items():
+        assert module.rsplit(".", 1)[1] == "cli_" + name.replace("-", "_"), f"star {name} lives in {module}"

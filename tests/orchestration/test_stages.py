@@ -12,7 +12,7 @@ import yaml
 from star.config import PROJECT_DIR, profiles, resolve, write_yaml
 from star.tracking.stages import StageError, Workspace, dvc_bin, needed_stages, stage_order
 
-PIPELINE = ["sandbox", "synthesize", "validate", "split", "teacher", "sft_data", "sft", "grpo", "evaluate"]
+PIPELINE = ["sandbox", "synthesize", "validate", "split", "teacher", "sft_data", "sft", "grpo", "eval_agent"]
 
 
 def test_dvc_yaml_has_every_stage_of_the_design_in_dependency_order():
@@ -21,8 +21,8 @@ def test_dvc_yaml_has_every_stage_of_the_design_in_dependency_order():
         assert any(n == stage or n.startswith(stage + "@") for n in names), stage
     pos = {n: i for i, n in enumerate(names)}
     for a, b in [("sandbox", "synthesize"), ("synthesize", "validate"), ("validate", "split"), ("split", "teacher"),
-                 ("teacher", "sft_data"), ("sft_data", "sft"), ("sft", "grpo"), ("grpo", "evaluate@rl"),
-                 ("qa_data", "qa_index"), ("qa_index", "evaluate_ood"), ("grpo", "evaluate_ood")]:
+                 ("teacher", "sft_data"), ("sft_data", "sft"), ("sft", "grpo"), ("grpo", "eval_agent@rl"),
+                 ("qa_data", "qa_index"), ("qa_index", "eval_qa"), ("grpo", "eval_qa")]:
         assert pos[a] < pos[b], (a, b)
 
 
@@ -36,14 +36,14 @@ def test_every_dvc_stage_has_a_prefect_task_and_training_is_not_retried():
     with pytest.raises(KeyError, match="no stage 'nope'"):
         task_for("nope")
     assert retries("sft", 2) == retries("grpo", 2) == 0
-    assert retries("teacher", 2) == 2 and retries("evaluate@rl", 1) == 1
+    assert retries("teacher", 2) == 2 and retries("eval_agent@rl", 1) == 1
 
 
 def test_the_rl_model_needs_its_upstream_but_not_the_other_evaluations():
-    need = needed_stages(PROJECT_DIR, ["evaluate@rl"])
-    assert need[-1] == "evaluate@rl" and {"sandbox", "teacher", "sft", "grpo"} <= set(need)
-    assert "evaluate@base" not in need and "qa_index" not in need
-    assert {"evaluate@base", "evaluate@sft", "evaluate@rl"} <= set(needed_stages(PROJECT_DIR, ["evaluate"]))
+    need = needed_stages(PROJECT_DIR, ["eval_agent@rl"])
+    assert need[-1] == "eval_agent@rl" and {"sandbox", "teacher", "sft", "grpo"} <= set(need)
+    assert "eval_agent@base" not in need and "qa_index" not in need
+    assert {"eval_agent@base", "eval_agent@sft", "eval_agent@rl"} <= set(needed_stages(PROJECT_DIR, ["eval_agent"]))
     with pytest.raises(StageError, match="unknown stages"):
         needed_stages(PROJECT_DIR, ["nope"])
 
@@ -57,13 +57,13 @@ def test_only_grpo_and_its_evaluations_read_rl_parameters():
     assert readers == ["grpo"]
     order = stage_order(PROJECT_DIR)
     downstream = [n for n in order if "grpo" in needed_stages(PROJECT_DIR, [n])]
-    assert downstream == ["grpo", "evaluate@rl", "compare", "evaluate_ood"]
+    assert downstream == ["grpo", "eval_agent@rl", "compare", "eval_qa"]
 
 
 def test_dvc_parses_the_pipeline():
     proc = subprocess.run([dvc_bin(), "stage", "list"], cwd=PROJECT_DIR, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "evaluate@rl" in proc.stdout and "grpo" in proc.stdout
+    assert "eval_agent@rl" in proc.stdout and "grpo" in proc.stdout
 
 
 @pytest.mark.parametrize("profile", profiles())

@@ -39,7 +39,7 @@ def test_recall_mode_prints_recall_at_k(tmp_path, capsys):
 
 
 def test_build_index_then_evaluate_recall_from_it(tmp_path, capsys):
-    assert main(["eval-qa", "--build-index", str(tmp_path / "index")]) == 0
+    assert main(["qa-index", "--out", str(tmp_path / "index")]) == 0
     assert "built bm25 index of" in capsys.readouterr().out
     assert main(["eval-qa", "--recall", "--corpus", str(tmp_path / "index"), "--dataset", "world", "--limit", "5"]) == 0
 
@@ -84,7 +84,7 @@ def test_world_db_sets_both_the_question_set_and_the_builtin_corpus(tmp_path, ca
 
 def test_write_world_files_feed_the_other_modes(tmp_path, capsys):
     world = tmp_path / "world"
-    assert main(["eval-qa", "--write-world", str(world), "--world-questions", "15"]) == 0
+    assert main(["qa-data", "--out", str(world), "--world-questions", "15"]) == 0
     assert main(["eval-qa", "--recall", "--corpus", str(world / "corpus.jsonl"),
                  "--dataset", str(world / "world.jsonl"), "--index-cache", str(tmp_path / "c")]) == 0
     out = capsys.readouterr().out

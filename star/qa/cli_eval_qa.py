@@ -2,15 +2,15 @@
 
     star eval-qa --model models/rl --dataset world --dataset data/qa/nq_test.jsonl --out metrics/ood
     star eval-qa --recall --dataset world                  # retrieval recall@k only, no model
-    star eval-qa --write-world data/qa/world                # the built-in corpus.jsonl + world.jsonl
-    star eval-qa --build-index data/qa/index --corpus builtin   # the corpus + index stage
     star eval-qa --merge metrics/ood/base metrics/ood/rl --out metrics/ood/compare   # one table, one plot
+
+The built-in world and its index are written by `star qa-data` and `star qa-index` (star/qa/cli_qa_data.py,
+cli_qa_index.py), the two stages before `eval_qa`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -26,7 +26,7 @@ def optional_int(text: str) -> int | None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = QAConfig()
-    parser.add_argument("--model", help="saved model directory (transformers); required unless --recall/--build-index/--merge")
+    parser.add_argument("--model", help="saved model directory (transformers); required unless --recall/--merge")
     parser.add_argument("--dataset", action="append", default=None, metavar="NAME|PATH",
                         help=f"QA set: a registry name ({', '.join(PAPER_DATASETS)}, world), world:DB, or a file "
                              f"in any benchmark's release format; repeatable (default: {', '.join(d.datasets)})")
@@ -49,9 +49,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--world-questions", type=int, default=d.builtin.questions, help="size of the `world` QA set")
     parser.add_argument("--name", default=None, help="row name in the table (default: the model directory name)")
     parser.add_argument("--recall", action="store_true", help="only measure retrieval recall@k on the datasets")
-    parser.add_argument("--build-index", metavar="DIR", help="only build the corpus index into DIR (a DVC output)")
-    parser.add_argument("--write-world", metavar="DIR",
-                        help="only write the built-in encyclopedia and QA set (corpus.jsonl, world.jsonl) into DIR")
     parser.add_argument("--merge", nargs="+", metavar="RESULTS", help="merge results.json files/dirs into one table + plot")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
@@ -97,24 +94,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.merge:
             return _merge(args)
-        if args.write_world:
-            from star.qa.builtin_data import write_builtin
-
-            paths = write_builtin(args.write_world, config.builtin)
-            print(f"wrote {paths['corpus']} and {paths['questions']} (world {config.builtin.db})")
-            return 0
-        if args.build_index:
-            from star.qa.retrieval import build_index
-
-            path = build_index(config.corpus, args.build_index, config.retrieval, config.builtin.db)
-            meta = json.loads((path / "meta.json").read_text())
-            print(f"built {meta['method']} index of {meta['passages']} passages at {path}")
-            return 0
         if args.recall:
             _print_recall(config)
             return 0
         if not args.model or not args.out:
-            print("star eval-qa: --model and --out are required to evaluate (or use --recall / --build-index / --merge)",
+            print("star eval-qa: --model and --out are required to evaluate (or use --recall / --merge)",
                   file=sys.stderr)
             return 2
         if not (Path(args.model) / "config.json").is_file():
