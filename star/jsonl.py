@@ -10,7 +10,20 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
+
+
+def parse_lines(lines: Iterable[str]) -> Iterator[tuple[int, Any, json.JSONDecodeError | None]]:
+    """(line number, value, None) for each non-blank line, or (line number, None, the decode error): the one
+    JSONL loop, for readers that report a bad line their own way (stop with their error type, or record it
+    and go on) and keep their own checks of what a record holds."""
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, json.loads(line), None
+        except json.JSONDecodeError as exc:
+            yield lineno, None, exc
 
 
 def iter_jsonl(path: str | Path, error: type[Exception] = ValueError) -> Iterator[tuple[int, dict]]:
@@ -19,13 +32,9 @@ def iter_jsonl(path: str | Path, error: type[Exception] = ValueError) -> Iterato
     if not path.is_file():
         raise error(f"{path}: file not found")
     with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise error(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        for lineno, record, bad in parse_lines(fh):
+            if bad is not None:
+                raise error(f"{path}:{lineno}: not valid JSON ({bad.msg} at column {bad.colno})")
             if not isinstance(record, dict):
                 raise error(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
             yield lineno, record

@@ -49,7 +49,7 @@ def parse_answer(answer: str) -> list[dict] | None:
         return None
 
 
-def success_reward(scores: dict, finish_reason: str) -> float:
+def episode_success(scores: dict, finish_reason: str) -> float:
     """Default reward: 1 for a successful plan, else 0 (the trainer passes its own reward function)."""
     return float(finish_reason == "answer" and bool(scores.get("success")))
 
@@ -147,7 +147,7 @@ class TravelPlannerEnv(ProtocolEnv):
     """A TravelPlanner episode: the six tools (with failure injection) and the evaluator's scores."""
 
     def __init__(self, db: Database, config: AgentConfig = AGENT_DEFAULTS, seed: int = 0,
-                 reward_fn: Callable[[dict, str], float] = success_reward):
+                 reward_fn: Callable[[dict, str], float] = episode_success):
         super().__init__(reward_fn)
         self.db, self.config, self.seed = db, config, seed
         self.tool_budget = config.tool_budget

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from star.evaluation.plan import PlanParseError, parse_plan_text
+from star.jsonl import parse_lines
 
 
 class PlanFileError(ValueError):
@@ -56,13 +57,9 @@ def read_plan_lines(path: str | Path, formatter=None) -> list[PlanLine]:
         raise PlanFileError(f"plans file not found: {path}")
     out = []
     with open(path, encoding="utf-8") as fh:
-        for n, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                out.append(PlanLine(n, None, None, f"{path}:{n}: malformed JSON ({exc.msg} at column {exc.colno})"))
+        for n, record, bad in parse_lines(fh):
+            if bad is not None:  # recorded, and the next line read: one bad plan costs only itself
+                out.append(PlanLine(n, None, None, f"{path}:{n}: malformed JSON ({bad.msg} at column {bad.colno})"))
                 continue
             if not isinstance(record, dict) or "plan" not in record:
                 out.append(PlanLine(n, None, None, f"{path}:{n}: expected an object with a 'plan' field"))

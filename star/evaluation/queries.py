@@ -13,6 +13,8 @@ import json
 import sys
 from pathlib import Path
 
+from star.jsonl import parse_lines
+
 LOCAL_KEYS = ("house rule", "cuisine", "room type", "transportation")
 INT_FIELDS = ("days", "people_number", "budget", "visiting_city_number")
 
@@ -87,13 +89,9 @@ def load_queries(path: str | Path) -> list[dict]:
                     raise QueryError(f"{path}: row at line {n}: {exc}") from None
         return out
     with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise QueryError(f"{path}:{n}: malformed JSON ({exc.msg})") from None
+        for n, record, bad in parse_lines(fh):
+            if bad is not None:
+                raise QueryError(f"{path}:{n}: malformed JSON ({bad.msg})")
             try:
                 out.append(normalize_query(record))
             except QueryError as exc:

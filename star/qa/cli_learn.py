@@ -67,6 +67,7 @@ def _need(args, *names: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
+    from star.jsonl import read_jsonl
     from star.qa import learn
 
     try:
@@ -80,20 +81,20 @@ def run(args: argparse.Namespace) -> int:
 
             _need(args, "model", "queries")
             rl = resolve_config(GRPOConfig, "rl", None, args.config)
-            summary = learn.train(args.model, learn.read_jsonl(args.queries), out, rl, cfg, progress=not args.quiet)
+            summary = learn.train(args.model, read_jsonl(args.queries), out, rl, cfg, progress=not args.quiet)
             result = {k: v for k, v in summary.items() if k != "config"}
         elif args.step == "evaluate":
             _need(args, "model", "questions")
-            result = learn.evaluate(args.model, learn.read_jsonl(args.questions), out, cfg, args.name,
+            result = learn.evaluate(args.model, read_jsonl(args.questions), out, cfg, args.name,
                                     progress=not args.quiet)
         else:
             _need(args, "before", "after")
             before = [Path(args.before) / "episodes.jsonl", Path(args.before) / "summary.json"]
             after = [Path(args.after) / "episodes.jsonl", Path(args.after) / "summary.json"]
-            b_eps, a_eps = learn.read_jsonl(before[0]), learn.read_jsonl(after[0])
+            b_eps, a_eps = read_jsonl(before[0]), read_jsonl(after[0])
             result = learn.compare(b_eps, a_eps)
             table = learn.compare_table(result, json.loads(before[1].read_text()), json.loads(after[1].read_text()))
-            kinds = learn.compare_by_kind(b_eps, a_eps, learn.read_jsonl(args.questions)) if args.questions else None
+            kinds = learn.compare_by_kind(b_eps, a_eps, read_jsonl(args.questions)) if args.questions else None
             out.mkdir(parents=True, exist_ok=True)
             if kinds is not None:
                 from star.qa.report import plot_before_after

@@ -9,11 +9,10 @@ Accepted on disk (detected per file):
 
 from __future__ import annotations
 
-from star.jsonl import write_jsonl
+from star.jsonl import parse_lines, write_jsonl
 
 import csv
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -78,13 +77,9 @@ def load_corpus(path: str | Path) -> list[Passage]:
                     raise CorpusError(f"{path}:{lineno}: expected 3 tab-separated fields, got {len(row)}")
                 passages.append(Passage(row[0], row[2], row[1]))
         else:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise CorpusError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+            for lineno, record, bad in parse_lines(fh):
+                if bad is not None:
+                    raise CorpusError(f"{path}:{lineno}: not valid JSON ({bad.msg})")
                 passages.append(_from_json(record, f"{path}:{lineno}"))
     if not passages:
         raise CorpusError(f"{path}: corpus is empty")

@@ -123,13 +123,6 @@ def write_data(cfg: LearnConfig, out_dir: str | Path) -> dict:
     return report
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"learn: no such file {p}")
-    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
-
-
 # -- GRPO --------------------------------------------------------------------------------------------
 def train(model_dir, queries: list[dict], out, rl_cfg, cfg: LearnConfig, progress: bool = True) -> dict:
     """GRPO on the QA task: the TravelPlanner trainer with the QA env; reward = the env's success (EM)."""

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from star.agent.config import AGENT_DEFAULTS, AgentConfig
-from star.agent.env import ProtocolEnv, TravelPlannerEnv, success_reward
+from star.agent.env import ProtocolEnv, TravelPlannerEnv, episode_success
 from star.agent.trajectory import Trajectory
 from star.rollout.base import Generation, GenerationBackend, SamplingParams, derive_seed
 from star.rollout.chat import TurnJoiner, prompt_ids
@@ -153,7 +153,7 @@ class RolloutEngine:
 
     def __init__(self, backend: GenerationBackend, db: Database, agent_config: AgentConfig = AGENT_DEFAULTS,
                  rollout_config: RolloutConfig = ROLLOUT_DEFAULTS,
-                 reward_fn: Callable[[dict, str], float] = success_reward, agent_name: str = "policy",
+                 reward_fn: Callable[[dict, str], float] = episode_success, agent_name: str = "policy",
                  env_factory: EnvFactory | None = None):
         self.config = rollout_config
         self.stepper = EpisodeStepper(backend, db, agent_config, rollout_config, reward_fn, agent_name, env_factory)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from star.agent.config import AGENT_DEFAULTS, AgentConfig
-from star.agent.env import success_reward
+from star.agent.env import episode_success
 from star.agent.trajectory import Trajectory
 from star.rollout.base import GenerationBackend
 from star.rollout.config import ROLLOUT_DEFAULTS, RolloutConfig
@@ -19,10 +19,27 @@ from star.rollout.engine import EnvFactory, EpisodeStepper, _progress, episode_l
 from star.sandbox.rows import Database
 
 
+def run_lockstep(stepper: EpisodeStepper, backend: GenerationBackend, episodes: list) -> list[Trajectory]:
+    """Drive started episodes to the end together: each round one generation batch for every unfinished
+    episode, then all their tool calls. The one lock-step loop (this engine's groups, ARPO's branches)."""
+    while True:
+        active, params = [], []
+        for ep in episodes:
+            p = None if ep.env.done else stepper.params_for(ep)
+            if p is not None:
+                active.append(ep)
+                params.append(p)
+        if not active:
+            break
+        for ep, gen, p in zip(active, backend.generate([ep.ids for ep in active], params), params):
+            stepper.execute(ep, gen, p.max_new_tokens)
+    return [stepper.finish(ep) for ep in episodes]
+
+
 class LockstepEngine:
     def __init__(self, backend: GenerationBackend, db: Database, agent_config: AgentConfig = AGENT_DEFAULTS,
                  rollout_config: RolloutConfig = ROLLOUT_DEFAULTS,
-                 reward_fn: Callable[[dict, str], float] = success_reward, agent_name: str = "policy",
+                 reward_fn: Callable[[dict, str], float] = episode_success, agent_name: str = "policy",
                  env_factory: EnvFactory | None = None):
         self.config = rollout_config
         self.stepper = EpisodeStepper(backend, db, agent_config, rollout_config, reward_fn, agent_name, env_factory)
@@ -36,21 +53,8 @@ class LockstepEngine:
         try:
             for start in range(0, len(todo), size):
                 group = [st.start(start + i, q, qid, s) for i, (q, qid, s) in enumerate(todo[start:start + size])]
-                while True:
-                    active, params = [], []
-                    for ep in group:
-                        p = None if ep.env.done else st.params_for(ep)
-                        if p is not None:
-                            active.append(ep)
-                            params.append(p)
-                    if not active:
-                        break
-                    gens = self.backend.generate([ep.ids for ep in active], params)
-                    for ep, gen, p in zip(active, gens, params):
-                        st.execute(ep, gen, p.max_new_tokens)
-                for ep in group:
-                    results.append(st.finish(ep))
-                    bar.update(1)
+                results += run_lockstep(st, self.backend, group)
+                bar.update(len(group))
         finally:
             bar.close()
         return results

@@ -27,12 +27,13 @@ def run(args) -> int:
     from tqdm import tqdm
 
     from star.synthesis.config import SplitConfig
-    from star.synthesis.pipeline import QueryFileError, read_jsonl, write_jsonl
+    from star.jsonl import write_jsonl
+    from star.synthesis.pipeline import QueryFileError, read_query_file
     from star.synthesis.split import SplitError, split_queries
 
     try:
         cfg = SplitConfig(rl_size=args.rl_size, val_size=args.val_size, ratio=args.ratio, seed=args.seed)
-        records = read_jsonl(args.validated)
+        records = read_query_file(args.validated)
         parts = split_queries(records, cfg)
     except (ValueError, QueryFileError, SplitError) as exc:
         print(f"star split: {exc}", file=sys.stderr)

@@ -41,7 +41,8 @@ def run(args) -> int:
     from star.sandbox.database import load_database
     from star.sandbox.rows import DatabaseError
     from star.synthesis.config import SynthesisConfig, TemplateConfig
-    from star.synthesis.pipeline import synthesize, write_jsonl
+    from star.jsonl import write_jsonl
+    from star.synthesis.pipeline import synthesize
 
     if args.n < 1:
         print("star synthesize: --n must be at least 1", file=sys.stderr)

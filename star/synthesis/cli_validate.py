@@ -29,12 +29,13 @@ def run(args) -> int:
 
     from star.sandbox.database import load_database
     from star.sandbox.rows import DatabaseError
-    from star.synthesis.pipeline import QueryFileError, read_jsonl, write_jsonl
+    from star.jsonl import write_jsonl
+    from star.synthesis.pipeline import QueryFileError, read_query_file
     from star.synthesis.validate import validate_record
 
     try:
         db = load_database(args.db)
-        records = read_jsonl(args.pool)
+        records = read_query_file(args.pool)
     except (QueryFileError, DatabaseError) as exc:
         print(f"star validate: {exc}", file=sys.stderr)
         return 2

@@ -7,7 +7,7 @@ seeded RNG, so the pool is the same for any number of workers.
 
 from __future__ import annotations
 
-from star.jsonl import read_jsonl as _read_jsonl, write_jsonl  # noqa: F401  (re-exported for the CLIs)
+from star.jsonl import read_jsonl
 
 import hashlib
 import json
@@ -212,9 +212,9 @@ def synthesize(db: Database, n: int, seed: int | None = None, ratio: str | None 
 
 # -- files -----------------------------------------------------------------------------------------
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    """Records of a JSONL file; QueryFileError names the file and line of the first bad line."""
-    return _read_jsonl(path, QueryFileError)
+def read_query_file(path: str | Path) -> list[dict]:
+    """Records of a query JSONL file; QueryFileError names the file and line of the first bad line."""
+    return read_jsonl(path, QueryFileError)
 
 
 def normalize(rec: dict, where: str = "") -> dict:

@@ -17,7 +17,10 @@ ADVANTAGES: dict[str, AdvantageFn] = {}
 
 
 def register(name: str):
+    """Add an estimator under `name` (a second registration of a name is an error, not an overwrite)."""
     def wrap(fn: AdvantageFn) -> AdvantageFn:
+        if name in ADVANTAGES:
+            raise ValueError(f"advantage estimator {name!r} is already registered")
         ADVANTAGES[name] = fn
         return fn
     return wrap

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from star.rollout.lockstep import run_lockstep
+
 
 def turn_starts(policy_mask: Sequence[int]) -> list[int]:
     """Index of the first token of each policy turn (a 0→1 edge of the mask)."""
@@ -95,22 +97,6 @@ def branch_episode(stepper, parent, query: dict, turn: int, index: int, branch_i
     return ep
 
 
-def run_episodes(stepper, backend, episodes) -> list:
-    """Drive started episodes to the end, generating for all unfinished ones together each round."""
-    while True:
-        active, params = [], []
-        for ep in episodes:
-            p = None if ep.env.done else stepper.params_for(ep)
-            if p is not None:
-                active.append(ep)
-                params.append(p)
-        if not active:
-            break
-        for ep, gen, p in zip(active, backend.generate([ep.ids for ep in active], params), params):
-            stepper.execute(ep, gen, p.max_new_tokens)
-    return [stepper.finish(ep) for ep in episodes]
-
-
 def arpo_group(engine, model, query: dict, group_size: int, initial: int, threshold: float, k: int,
                per_point: int, temperature: float = 1.0):
     """One query's group of `group_size` trajectories; returns (trajectories, parents, branch_points, n_branches)."""
@@ -131,5 +117,5 @@ def arpo_group(engine, model, query: dict, group_size: int, initial: int, thresh
         episodes.append(stepper.start(n_branches + j, query, qid, initial + n_branches + j))
         parents.append(None)
         points.append(0)
-    extra = run_episodes(stepper, backend, episodes) if episodes else []
+    extra = run_lockstep(stepper, backend, episodes) if episodes else []
     return list(roots) + extra, [None] * initial + parents, [0] * initial + points, n_branches

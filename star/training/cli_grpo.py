@@ -7,6 +7,8 @@ import argparse
 import json
 import sys
 
+from star.training.flags import add_run_flags, relaunched
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="policy to start from (usually the SFT model directory)")
@@ -19,17 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reward", choices=names(), default=None,
                         help="a reward of the registry (star.evaluation.rewards); overrides the config")
     parser.add_argument("--db", default=None, help="database spec (directory, generated, generated:SEED); default $STAR_DB")
-    parser.add_argument("--config", default=None, help="YAML/JSON with GRPOConfig fields (or a params file with `rl:`)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one GRPOConfig field")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue from the newest checkpoint of this same run (model, queries, config), if any")
-    parser.add_argument("--checkpoints", default=None,
-                        help="checkpoint folder (default OUT/checkpoints); outside OUT it survives DVC removing OUT "
-                             "before a rerun, and is deleted once the run finishes")
-    parser.add_argument("--no-small-overrides", action="store_true", help="do not apply smoke/cpu profile overrides")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    parser.add_argument("--nproc-per-node", type=int, default=None,
-                        help="training ranks on this node (overrides the params file's launch.nproc_per_node)")
+    add_run_flags(parser, "rl", "GRPOConfig", "queries")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,10 +34,8 @@ def run(args: argparse.Namespace) -> int:
     from star.training.grpo import train_grpo
     from star.training.models import read_profile
 
-    from star.training.launch import load_launch, relaunch
-
     try:
-        code = relaunch(load_launch(args.config, args.nproc_per_node), getattr(args, "argv", None) or sys.argv[1:])
+        code = relaunched(args)
         if code is not None:
             return code
         profile = None if args.no_small_overrides else read_profile(args.model)

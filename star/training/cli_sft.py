@@ -6,23 +6,14 @@ import argparse
 import json
 import sys
 
+from star.training.flags import add_run_flags, relaunched
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, help="SFT conversations, one {\"messages\": [...]} per line")
     parser.add_argument("--model", required=True, help="model directory to start from (star build-model)")
     parser.add_argument("--out", required=True, help="directory for the fine-tuned model, tokenizer and metrics")
-    parser.add_argument("--config", default=None, help="YAML/JSON with SFTConfig fields (or a params file with `sft:`)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one SFTConfig field")
-    parser.add_argument("--no-small-overrides", action="store_true",
-                        help="do not apply the smoke/cpu profile overrides (paper defaults as they are)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue from the newest checkpoint of this same run (model, data, config), if any")
-    parser.add_argument("--checkpoints", default=None,
-                        help="checkpoint folder for sft.save_every (default OUT/checkpoints); outside OUT it survives "
-                             "DVC removing OUT before a rerun, and is deleted once the run finishes")
-    parser.add_argument("--nproc-per-node", type=int, default=None,
-                        help="training ranks on this node (overrides the params file's launch.nproc_per_node)")
+    add_run_flags(parser, "sft", "SFTConfig", "data")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,10 +24,8 @@ def run(args: argparse.Namespace) -> int:
     from star.training.models import read_profile
     from star.training.sft import train_sft
 
-    from star.training.launch import load_launch, relaunch
-
     try:
-        code = relaunch(load_launch(args.config, args.nproc_per_node), getattr(args, "argv", None) or sys.argv[1:])
+        code = relaunched(args)
         if code is not None:
             return code
         profile = None if args.no_small_overrides else read_profile(args.model)

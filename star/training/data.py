@@ -7,12 +7,12 @@ carry no loss. Micro-batches are length-bucketed so padding stays small.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
 from star.training.chat_template import assistant_spans, render
+from star.jsonl import parse_lines
 
 IGNORE = -100
 
@@ -37,13 +37,9 @@ def load_conversations(path: str | Path) -> list[list[dict]]:
         raise SFTDataError(f"SFT data file not found: {path}")
     conversations = []
     with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SFTDataError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+        for lineno, record, bad in parse_lines(fh):
+            if bad is not None:
+                raise SFTDataError(f"{path}:{lineno}: not valid JSON ({bad.msg})")
             messages = record.get("messages") if isinstance(record, dict) else None
             if not isinstance(messages, list) or not messages:
                 raise SFTDataError(f"{path}:{lineno}: expected an object with a non-empty 'messages' list")

@@ -24,7 +24,8 @@ def test_splits_are_disjoint_and_sized():
 
 def test_teacher_searches_and_answers_in_the_protocol_and_is_rejection_sampled(tmp_path):
     from star.agent.turns import parse_turn
-    from star.qa.learn import read_jsonl, write_data
+    from star.jsonl import read_jsonl
+    from star.qa.learn import write_data
 
     report = write_data(SMALL, tmp_path)
     episodes = read_jsonl(tmp_path / "teacher.jsonl")

@@ -8,7 +8,8 @@ from collections import Counter
 import pytest
 
 from star.cli import main as star_main
-from star.synthesis.pipeline import (QueryFileError, load_dataset, read_jsonl, synthesize, write_jsonl)
+from star.jsonl import write_jsonl
+from star.synthesis.pipeline import QueryFileError, load_dataset, read_query_file as read_jsonl, synthesize
 from star.synthesis.roundtrip import mismatches, places_of
 from star.synthesis.solver import plan_cost
 from star.synthesis.split import SplitError, split_queries

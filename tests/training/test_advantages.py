@@ -56,3 +56,14 @@ def test_advantage_epsilon_is_a_config_field_with_trls_default():
         group_advantages([rewards], eps=-1.0)
     with pytest.raises(ValueError):
         GRPOConfig(advantage_epsilon=-1e-4)
+
+
+def test_a_second_estimator_of_one_name_is_refused_not_overwritten():
+    import pytest
+
+    from star.training.advantages import ADVANTAGES, register
+
+    before = ADVANTAGES["grpo"]
+    with pytest.raises(ValueError, match="'grpo' is already registered"):
+        register("grpo")(lambda group, eps: [0.0] * len(group))
+    assert ADVANTAGES["grpo"] is before

@@ -37,7 +37,8 @@ def test_a_branch_replays_the_parents_prefix_exactly_then_samples_on(smoke_dir, 
     from star.rollout.config import RolloutConfig
     from star.rollout.engine import RolloutEngine
     from star.synthesis.pipeline import synthesize
-    from star.training.arpo import branch_episode, run_episodes
+    from star.rollout.lockstep import run_lockstep as run_episodes
+    from star.training.arpo import branch_episode
     from star.training.batch import build_samples
     from star.training.models import load_model, load_tokenizer
 

@@ -13,7 +13,8 @@ TINY_RL = ["--set", "batch_queries=1", "--set", "num_generations=2", "--set", "m
 
 @pytest.fixture(scope="module")
 def pipeline_inputs(tmp_path_factory, generated_db):
-    from star.synthesis.pipeline import synthesize, write_jsonl
+    from star.jsonl import write_jsonl
+    from star.synthesis.pipeline import synthesize
     from star.training.synthetic import scripted_conversations, write_sft_jsonl
 
     root = tmp_path_factory.mktemp("e2e")
