@@ -21,7 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from star.tracking.report import VariantResult, build_report, load_variant_dir, write_report  # noqa: E402
+from star.report.build import build_report
+from star.report.load import VariantResult, load_variant_dir
+from star.report.write import write_report  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "travelplanner"
 

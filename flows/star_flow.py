@@ -28,15 +28,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from star.config import DEFAULT_PROFILE
+from star.tracking.mlflow_logging import quiet_telemetry
+
 PROJECT_DIR = Path(__file__).resolve().parents[1]
-if str(PROJECT_DIR) not in sys.path:  # `tasks` is a top-level package of the project
-    sys.path.insert(0, str(PROJECT_DIR))
-
-from prefect import flow, get_run_logger, task  # noqa: E402
-from prefect.cache_policies import NO_CACHE  # noqa: E402
-
-from star.config import DEFAULT_PROFILE  # noqa: E402
-from star.tracking.mlflow_logging import quiet_telemetry  # noqa: E402
 
 quiet_telemetry()
 
@@ -60,7 +58,7 @@ def _stage_locks(cfg, ablation_dir: Path) -> Path | None:
     return Path(remote) / ".star-locks" / ablation_dir.relative_to(_runs_dir(cfg))
 
 
-# What the report reads of a variant (star.tracking.report.load_variant_dir), logged on its MLflow run so
+# What the report reads of a variant (star.report.load.load_variant_dir), logged on its MLflow run so
 # that a parent on another machine can fetch it.
 VARIANT_FILES = ("params.yaml", "metrics/eval/rl/metrics.json", "metrics/eval/rl/trajectories.jsonl",
                  "metrics/eval/sft/metrics.json", "metrics/eval/base/metrics.json", "models/rl/metrics.jsonl")
@@ -116,7 +114,7 @@ class VariantFailed(RuntimeError):
 
 def failure_line(exc: BaseException) -> str:
     """One line saying what failed and why (the full text is on the MLflow run and in the worker log)."""
-    from star.tracking.stages import StageError
+    from star.orchestration.stages import StageError
 
     first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
     own = isinstance(exc, (VariantFailed, AblationFailed, StageError))  # their first line says it all
@@ -139,8 +137,8 @@ def run_one(profile: str | None, ablation: str | None, variant: str | None, over
             stages: list[str] | None, parent_run_id: str | None, commit: str | None = None) -> dict[str, Any]:
     from star.config import overrides_label, parse_variant_name, resolve
     from star.tracking import mlflow_logging as ml
-    from star.tracking.stages import Workspace, head_commit, needed_stages
-    from star.tracking.workspace_hold import WorkspaceHold
+    from star.orchestration.stages import Workspace, head_commit, needed_stages
+    from star.orchestration.workspace_hold import WorkspaceHold
     from tasks.stages import retries, task_for
 
     logger = get_run_logger()
@@ -242,7 +240,7 @@ def _pid_alive(pid) -> bool:
 def _clean_up_after(stale: dict, ws, tracker, logger) -> None:
     """A run that held this workspace died mid-run (its record stayed): stop the stage processes it
     left, and close its MLflow runs and Prefect flow runs with the stage and the reason."""
-    from star.tracking.stages import stop_leftover_stage
+    from star.orchestration.stages import stop_leftover_stage
 
     stage = stale.get("stage") or "workspace"
     who = f"PID {stale.get('pid')}" + (f", flow run {stale['flow_run']}" if stale.get("flow_run") else "")
@@ -291,7 +289,7 @@ def _pause_point(name: str) -> None:
 def variant_task(profile: str | None, ablation: str, variant: str, overrides: dict | None, stages: list[str] | None,
                  parent_run_id: str, gate: Any = None, commit: str | None = None) -> dict[str, Any]:
     """Runs one variant as a `star` subflow, holding one slot of the ablation's concurrency limit."""
-    from star.tracking.stages import STOPPING
+    from star.orchestration.stages import STOPPING
 
     sem = _GATES[gate]
     with sem:
@@ -369,9 +367,9 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
 
     from star.config import load_ablation, overrides_label, part_name, resolve
     from star.tracking import mlflow_logging as ml
-    from star.tracking import report as rep
-    from star.tracking.stages import head_commit, needed_stages, uncommitted
-    from star.tracking.workspace_hold import WorkspaceHold, orphaned
+    from star.report import build as rep_build, load as rep_load, write as rep_write
+    from star.orchestration.stages import head_commit, needed_stages, uncommitted
+    from star.orchestration.workspace_hold import WorkspaceHold, orphaned
 
     logger = get_run_logger()
     abl = load_ablation(ablation)
@@ -425,16 +423,16 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
         summary: dict[str, Any] = {"ablation": name, "parent_run_id": parent, "variants": outcomes,
                                    "failed": failed}
         if stages is None or "eval_agent@rl" in needed_stages(PROJECT_DIR, stages):  # e.g. stages=["compare"]
-            results = [rep.load_variant_dir(o["workspace"], o["variant"]) for o in outcomes]
-            report = rep.build_report(results, name, abl.description, abl.paper_table, base_cfg["report"],
+            results = [rep_load.load_variant_dir(o["workspace"], o["variant"]) for o in outcomes]
+            report = rep_build.build_report(results, name, abl.description, abl.paper_table, base_cfg["report"],
                                       eval_set=str(base_cfg["eval"].split), evaluator_mode=str(base_cfg["eval"].mode),
                                       failed=failed, profile=profile or "default", overrides=overrides_label(overrides))
             out_dir = _ablation_dir(base_cfg, profile, name, overrides) / "report"
             run_hold.update(stage="report")
             _pause_point("report")
             with WorkspaceHold(lock_dir, "report", {"parent_run": parent}, log=logger.info, kind="folder"):
-                files = rep.write_report(report, results, out_dir)  # one run at a time writes the folder
-            rep.log_report(tracker, parent, report, files)
+                files = rep_write.write_report(report, results, out_dir)  # one run at a time writes the folder
+            rep_write.log_report(tracker, parent, report, files)
             summary["report"] = str(files["markdown"])
             logger.info("\n" + files["markdown"].read_text())
         if failed:
@@ -476,7 +474,7 @@ def star(ablation: str | None = None, variant: str | None = None, profile: str |
         _last_word(exc)
         raise
     except BaseException:  # cancelled or terminated: no stage of this run computes on without it
-        from star.tracking.stages import stop_active_stages
+        from star.orchestration.stages import stop_active_stages
 
         stop_active_stages()
         raise
@@ -496,7 +494,7 @@ def _watch_worker() -> None:
     def watch(parent: int) -> None:
         while os.getppid() == parent:
             time.sleep(2)
-        from star.tracking.stages import stop_active_stages
+        from star.orchestration.stages import stop_active_stages
 
         stopped = stop_active_stages()  # and no new stage starts
         reason = f"its worker (PID {parent}) died; {len(stopped)} running stage(s) stopped"

@@ -34,9 +34,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "qa-index": ("star.qa.cli_qa_index", "build the search index of a QA corpus"),
     "eval-qa": ("star.qa.cli_eval_qa", "out-of-domain knowledge QA with a local search tool"),
     "learn": ("star.qa.cli_learn", "the learning demonstration: SFT -> GRPO on search-tool QA, paired before/after"),
-    "curves": ("star.tracking.cli_curves", "a training run's step metrics (metrics.jsonl) as a table and a plot"),
-    "report": ("star.tracking.cli_report", "compare ablation variants: tables, statistics, plots"),
-    "serve": ("star.tracking.cli_serve", "start a local Prefect server + worker and the MLflow UI on 127.0.0.1"),
+    "curves": ("star.report.cli_curves", "a training run's step metrics (metrics.jsonl) as a table and a plot"),
+    "report": ("star.report.cli_report", "compare ablation variants: tables, statistics, plots"),
+    "serve": ("star.orchestration.cli_serve", "start a local Prefect server + worker and the MLflow UI on 127.0.0.1"),
 }
 
 

@@ -44,8 +44,8 @@ SECTION_MODELS: dict[str, str] = {
     "qa": "star.qa.config:QAConfig",
     "learn": "star.qa.config:LearnConfig",
     "tracking": "star.tracking.config:TrackingConfig",
-    "flow": "star.tracking.config:FlowConfig",
-    "report": "star.tracking.config:ReportConfig",
+    "flow": "star.orchestration.config:FlowConfig",
+    "report": "star.report.config:ReportConfig",
 }
 
 PROFILE_KEY = "_profile"  # a variant level may apply a whole profile (the scale axis does)

@@ -1,7 +1,7 @@
 """One thin Prefect task per dvc.yaml stage, derived from dvc.yaml (the one list of stages).
 
 Each task runs its stage through DVC in the variant's workspace (`dvc repro --single-item STAGE`,
-see star.tracking.stages.Workspace) and returns whether DVC ran it or restored it from its
+see star.orchestration.stages.Workspace) and returns whether DVC ran it or restored it from its
 run-cache. A stage is retried `flow.retries` times unless dvc.yaml marks it `meta: {retries: 0}`
 (training: a rerun costs the whole run; `star grpo --resume` exists for that).
 """
@@ -13,7 +13,7 @@ from functools import lru_cache
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from star.tracking.stages import PROJECT_DIR, StageResult, Workspace, stage_meta, stage_order
+from star.orchestration.stages import PROJECT_DIR, StageResult, Workspace, stage_meta, stage_order
 
 
 def _run(workspace: Workspace, stage: str) -> StageResult:

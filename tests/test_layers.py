@@ -28,7 +28,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("star.policy_eval",),                # a policy on a query set, and two evaluations paired
     ("star.qa",),
     ("star.config",),                     # params/ composed and validated (section models named by string)
-    ("star.tracking",),                   # MLflow, DVC stage execution, services, the ablation report
+    ("star.tracking",),                   # MLflow runs, params, metrics, artifacts
+    ("star.report",),                     # the ablation report: load, build, render, plot, write
+    ("star.orchestration",),              # DVC stages in per-variant workspaces, stage runs, local services
     ("star.cli",),
 )
 

@@ -163,7 +163,7 @@ def evaluate_ood(model, out_dir: str | Path, config: QAConfig | None = None, *, 
 
 def mlflow_metrics(results: dict) -> dict[str, float]:
     """Flat metric names for MLflow: `qa.<dataset>.em`, …, `qa.average_em` (fractions) and
-    `ood_average` (percent, the key star.tracking.paper_results compares with the paper)."""
+    `ood_average` (percent, the key star.report.paper_results compares with the paper)."""
     out = {"qa.average_em": float(results["average_em"]), "ood_average": 100.0 * float(results["average_em"])}
     for name, r in results["datasets"].items():
         for key in ("em", "answered", "format_error", "searches_per_episode"):

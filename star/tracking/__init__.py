@@ -1,4 +1,1 @@
-"""Orchestration support: MLflow logging, stage execution from dvc.yaml, ablation reports and statistics.
-
-Every module works without Prefect; MLflow is imported only where a run is logged.
-"""
+"""MLflow tracking: runs, params, metrics, artifacts and the tags that tie them to DVC and git."""

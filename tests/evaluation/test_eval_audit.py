@@ -71,7 +71,9 @@ def test_eval_agent_metrics_carry_the_audit(generated_db, trip, tmp_path):
 
 
 def test_comparison_report_shows_the_gap_per_variant():
-    from star.tracking.report import VariantResult, build_report, render_markdown
+    from star.report.build import build_report
+    from star.report.load import VariantResult
+    from star.report.render import render_markdown
 
     variants = [VariantResult("official-reward", {}, {"a": 1.0, "b": 1.0}, {"loophole_gap_rate": 0.25}),
                 VariantResult("strict-reward", {}, {"a": 1.0, "b": 0.0}, {"loophole_gap_rate": 0.0})]

@@ -215,7 +215,7 @@ def test_a_wrong_type_in_params_yaml_stops_the_stage_with_the_key_named(tmp_path
     values = resolve("smoke").to_params()
     values["rl"]["learning_rate"] = "abc"
     write_yaml(tmp_path / "params.yaml", values)
-    proc = subprocess.run([sys.executable, "-m", "star.tracking.stage_run", "grpo", "--params", "params.yaml",
+    proc = subprocess.run([sys.executable, "-m", "star.orchestration.stage_run", "grpo", "--params", "params.yaml",
                            "--sections", "model,rl", "--", "star", "grpo", "--help"], cwd=tmp_path,
                           capture_output=True, text=True, env={**__import__("os").environ,
                                                                "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/m.db"})

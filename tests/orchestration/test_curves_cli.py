@@ -34,7 +34,7 @@ def test_curves_names_an_unknown_metric_or_a_missing_file(tmp_path, capsys):
 
 
 def test_trailing_mean_averages_each_point_with_the_steps_before_it_only():
-    from star.tracking.report import trailing_mean
+    from star.report.plot import trailing_mean
 
     assert trailing_mean([0.0, 1.0, 2.0, 3.0, 10.0], 3) == [0.0, 0.5, 1.0, 2.0, 5.0]
     assert trailing_mean([0.3, 0.1], 1) == [0.3, 0.1]
@@ -58,7 +58,7 @@ def test_curves_smooth_adds_the_trailing_mean_of_the_first_metric(tmp_path, caps
 
 
 def test_pool_curves_gives_the_mean_and_standard_error_over_the_runs_that_reached_each_step():
-    from star.tracking.report import pool_curves
+    from star.report.plot import pool_curves
 
     pooled = pool_curves([{"r": [(1, 0.2), (2, 0.6)]}, {"r": [(1, 0.4), (2, 0.2)]}, {"r": [(1, 0.3)]}])
     (s1, m1, se1, n1), (s2, m2, se2, n2) = pooled["r"]

@@ -9,10 +9,10 @@ import textwrap
 import time
 from pathlib import Path
 
-from star.tracking.stage_guard import group_members
-from star.tracking.workspace_hold import WorkspaceHold
+from star.orchestration.stage_guard import group_members
+from star.orchestration.workspace_hold import WorkspaceHold
 
-GUARD = Path(__file__).resolve().parents[2] / "star" / "tracking" / "stage_guard.py"
+GUARD = Path(__file__).resolve().parents[2] / "star" / "orchestration" / "stage_guard.py"
 
 
 def _wait(predicate, timeout=60.0):
@@ -80,7 +80,7 @@ def test_sigterm_to_the_guard_stops_the_whole_group(tmp_path):
 def test_a_second_holder_waits_until_the_first_releases(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
-        from star.tracking.workspace_hold import WorkspaceHold
+        from star.orchestration.workspace_hold import WorkspaceHold
         with WorkspaceHold({str(tmp_path)!r}, "reward-sum", {{"flow_run": "first"}}) as h:
             h.update(stage="sft")
             print("held", flush=True)
@@ -102,7 +102,7 @@ def test_a_second_holder_waits_until_the_first_releases(tmp_path):
 def test_a_holder_that_dies_leaves_its_record_for_the_next_one(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import time
-        from star.tracking.workspace_hold import WorkspaceHold
+        from star.orchestration.workspace_hold import WorkspaceHold
         h = WorkspaceHold({str(tmp_path)!r}, "reward-sum", {{"flow_run": "dead", "mlflow_run": "abc"}}).acquire()
         h.update(stage="grpo", pgid=12345)
         print("held", flush=True)
@@ -117,7 +117,7 @@ def test_a_holder_that_dies_leaves_its_record_for_the_next_one(tmp_path):
 
 
 def test_a_leftover_stage_is_stopped_only_in_its_own_workspace(tmp_path):
-    from star.tracking.stages import stop_leftover_stage
+    from star.orchestration.stages import stop_leftover_stage
 
     ws, other = tmp_path / "ws", tmp_path / "other"
     ws.mkdir(), other.mkdir()
@@ -142,7 +142,7 @@ def test_stage_wrapper_closes_its_run_as_killed_on_sigterm(tmp_path):
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     client.search_experiments()  # the store exists (migrated) before the wrapper opens it: no two migrations at once
     env = {**os.environ, "STAR_MLFLOW_PARENT_RUN_ID": ""}
-    proc = subprocess.Popen([sys.executable, "-m", "star.tracking.stage_run", "sft", "--params", str(params),
+    proc = subprocess.Popen([sys.executable, "-m", "star.orchestration.stage_run", "sft", "--params", str(params),
                              "--project-dir", str(tmp_path), "--",
                              sys.executable, "-c", "import time; time.sleep(300)"], cwd=tmp_path, env=env, start_new_session=True)
 

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from star.config import PROJECT_DIR, resolve
-from star.tracking.stages import Workspace, head_commit
+from star.orchestration.stages import Workspace, head_commit
 
 TINY = {"qa.limit": 2, "qa.builtin.questions": 20, "qa.episode.max_new_tokens": 16}
 

@@ -8,11 +8,13 @@ import json
 import numpy as np
 import pytest
 
-from star.tracking import paper_results as paper
-from star.tracking.config import ReportConfig
-from star.tracking.report import (HEADLINE, ReportError, VariantResult, build_report, load_variant_dir, log_report,
-                                  outcomes_from_trajectories, per_query_metrics, render_markdown,
-                                  samples_from_trajectories, write_report)
+from star.report import paper_results as paper
+from star.report.config import ReportConfig
+from star.report.build import build_report
+from star.report.load import VariantResult, load_variant_dir
+from star.report.metrics import HEADLINE, ReportError, outcomes_from_trajectories, per_query_metrics, samples_from_trajectories
+from star.report.render import render_markdown
+from star.report.write import log_report, write_report
 
 FAST = ReportConfig(bootstrap=200, permutations=200)
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from star.config import PROJECT_DIR, ConfigError, overrides_label, overrides_slug, run_dir_name, variant_slug
-from star.tracking.stages import StageError
+from star.orchestration.stages import StageError
 
 sys.path.insert(0, str(PROJECT_DIR))
 from flows.star_flow import (AblationFailed, VariantFailed, experiment_name, failure_line,  # noqa: E402

@@ -21,7 +21,7 @@ def _call(tmp_path, code: str) -> str:
     env.pop("PREFECT_API_URL", None)
     env.pop("PREFECT_PROFILE", None)
     proc = subprocess.run([sys.executable, "-c", "from pathlib import Path\n"
-                           "from star.tracking.cli_serve import point_prefect_profile, restore_prefect_profile\n"
+                           "from star.orchestration.cli_serve import point_prefect_profile, restore_prefect_profile\n"
                            f"project = Path({str(tmp_path / 'project')!r})\n" + code],
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

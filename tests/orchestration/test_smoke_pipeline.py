@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from star.config import PROJECT_DIR, resolve
-from star.tracking.stages import Workspace, head_commit, stage_order
+from star.orchestration.stages import Workspace, head_commit, stage_order
 
 
 @pytest.fixture(scope="module")

@@ -56,7 +56,7 @@ def test_the_tool_observations_text_reruns_teacher_grpo_and_evaluate():
 def test_the_ablation_report_reruns_no_training_stage():
     deps = {**_derived(), **_derived("learn/dvc.yaml")}
     for stage in ("build_model", "sft", "grpo", "learn_sft", "learn_grpo"):
-        assert not _covers(deps[stage], "star/tracking/report.py"), stage
+        assert not _covers(deps[stage], "star/report/build.py"), stage
 
 
 def test_function_local_and_string_named_imports_are_followed():
@@ -67,7 +67,7 @@ def test_function_local_and_string_named_imports_are_followed():
 
 def test_a_command_that_is_not_a_star_subcommand_is_a_clear_error():
     with pytest.raises(SystemExit, match="not a star subcommand"):
-        stage_deps.command_module("python -m star.tracking.stage_run x -- star no-such-thing --out y")
+        stage_deps.command_module("python -m star.orchestration.stage_run x -- star no-such-thing --out y")
 
 
 def test_sft_does_not_rerun_when_a_reward_changes():

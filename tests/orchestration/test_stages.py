@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from star.config import PROJECT_DIR, profiles, resolve, write_yaml
-from star.tracking.stages import StageError, Workspace, dvc_bin, needed_stages, stage_order
+from star.orchestration.stages import StageError, Workspace, dvc_bin, needed_stages, stage_order
 
 PIPELINE = ["sandbox", "synthesize", "validate", "split", "teacher", "sft_data", "sft", "grpo", "eval_agent"]
 
@@ -158,9 +158,9 @@ def test_variants_run_through_dvc_share_its_run_cache_and_become_experiments(toy
 
 
 def test_the_reason_of_a_failed_repro_is_the_stages_own_last_line():
-    from star.tracking.stages import failure_reason
+    from star.orchestration.stages import failure_reason
 
-    out = ("Running stage 'split':\n> .venv/bin/python -m star.tracking.stage_run split -- star split …\n"
+    out = ("Running stage 'split':\n> .venv/bin/python -m star.orchestration.stage_run split -- star split …\n"
            "Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n"
            "ValueError: rl_size 100000 exceeds the 41 validated queries\n"
            "ERROR: failed to reproduce 'split': failed to run: .venv/bin/python …, exited with 1\n")

@@ -11,7 +11,7 @@ import pytest
 
 from star.tracking.config import TrackingConfig
 from star.tracking.mlflow_logging import PARENT_ENV, Tracker, eval_rows, read_jsonl, trajectory_markdown
-from star.tracking.stage_run import normalise_command
+from star.orchestration.stage_run import normalise_command
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -115,7 +115,7 @@ def test_none_options_are_dropped_and_star_runs_with_this_interpreter():
 
 def _stage_run(tmp_path, monkeypatch, capfd, uri, *args):
     """The wrapper in this process (mlflow already imported); the stage command is a real subprocess."""
-    from star.tracking.stage_run import main
+    from star.orchestration.stage_run import main
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # the module's store: one schema migration per session
@@ -153,7 +153,7 @@ def test_stages_of_one_dvc_repro_share_one_pipeline_run(tracker, tmp_path):
     fake_dvc.write_text(f"#!{sys.executable}\nimport subprocess, sys\n"
                         "for cmd in sys.argv[1:]:\n    subprocess.run(cmd, shell=True, check=True)\n")
     fake_dvc.chmod(0o755)
-    stage = (f"{sys.executable} -m star.tracking.stage_run --params params.yaml {{}} -- "
+    stage = (f"{sys.executable} -m star.orchestration.stage_run --params params.yaml {{}} -- "
              f"{sys.executable} -c \"import os; print('RUN', os.environ['MLFLOW_RUN_ID'])\"")
     env = {**os.environ, "MLFLOW_TRACKING_URI": tracker.uri}
     env.pop(PARENT_ENV, None)

@@ -11,7 +11,7 @@ import os
 import pytest
 
 from star.config import PROJECT_DIR, resolve
-from star.tracking.stages import Workspace, head_commit
+from star.orchestration.stages import Workspace, head_commit
 
 SMALL = {"synthesis.n": 60, "split.rl_size": 8, "split.val_size": 6, "teacher.queries": 8, "sft.max_steps": 4,
          "sft.save_every": 2, "rl.max_steps": 1, "rl.batch_queries": 2, "rl.num_generations": 4,

@@ -35,7 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from star.config import (ConfigError, PROJECT_DIR, load_ablation, overrides_label, parse_set, part_name, resolve,
                              run_dir_name, variant_slug)
-    from star.tracking.report import ReportError, build_report, load_variant_dir, write_report
+    from star.report.build import build_report
+    from star.report.load import load_variant_dir
+    from star.report.metrics import ReportError
+    from star.report.write import write_report
 
     try:
         overrides = {}
@@ -84,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"report written to {out}", file=sys.stderr)
     if args.mlflow and abl is not None:
         from star.tracking import mlflow_logging as ml
-        from star.tracking.report import log_report
+        from star.report.write import log_report
 
         tracker = ml.Tracker(cfg["tracking"])
         parents = tracker.find_runs(f"tags.`{ml.KIND}` = 'ablation' and tags.`{ml.ABLATION}` = '{name}' "

@@ -1,6 +1,6 @@
 """Run a stage command as its own process group that ends with whoever started it.
 
-    python -m star.tracking.stage_guard --parent PID -- dvc repro --single-item grpo
+    python -m star.orchestration.stage_guard --parent PID -- dvc repro --single-item grpo
 
 The guard leads a new process group (its pid is the group id, so one `killpg` reaches the stage
 and everything it started: dvc, the stage wrapper, the trainer). It asks the kernel for SIGTERM

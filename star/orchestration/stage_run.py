@@ -1,6 +1,6 @@
 """Run one pipeline stage's command inside its own MLflow run, then log what the stage wrote.
 
-    python -m star.tracking.stage_run grpo --params params.yaml --sections rl,model \
+    python -m star.orchestration.stage_run grpo --params params.yaml --sections rl,model \
         --steps models/rl/steps.jsonl --metrics models/rl/summary.json -- star grpo …
 
 dvc.yaml wraps every stage command with this, and the Prefect tasks run the same rendered
@@ -228,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m star.tracking.stage_run", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m star.orchestration.stage_run", description=__doc__.splitlines()[0])
     add_arguments(parser)
     options, command = split_command(list(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(options)

@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from star.tracking.report import VariantResult, curves_from_steps, plot_curves, pool_curves, trailing_mean
+    from star.report.load import VariantResult, curves_from_steps
+    from star.report.plot import plot_curves, pool_curves, trailing_mean
     from star.training.metrics import read_metrics
 
     if args.smooth < 1:

@@ -42,7 +42,7 @@ STOPPING = threading.Event()  # set when this process's run is being stopped: no
 def stop_active_stages() -> list[str]:
     """Stop every stage process group this process started (cancellation, a dead worker); their
     `repro` calls then fail with the guard's line. Returns the workspaces that had one running."""
-    from star.tracking.stage_guard import stop_group
+    from star.orchestration.stage_guard import stop_group
 
     STOPPING.set()
     with _ACTIVE_LOCK:
@@ -55,7 +55,7 @@ def stop_active_stages() -> list[str]:
 def stop_leftover_stage(pgid: int, workspace: Path) -> bool:
     """Stop a stage process group a dead run left behind, if its processes still work in `workspace`
     (the check keeps a reused group id of an unrelated process safe)."""
-    from star.tracking.stage_guard import group_members, stop_group
+    from star.orchestration.stage_guard import group_members, stop_group
 
     here = str(Path(workspace).resolve())
     for pid in group_members(int(pgid)):
@@ -256,11 +256,11 @@ class Workspace:
               on_start: Callable[[int], None] | None = None) -> StageResult:
         """`dvc repro --single-item STAGE` here; the result says whether DVC ran it or restored it.
 
-        The command runs under star.tracking.stage_guard, as its own process group that stops when this
+        The command runs under star.orchestration.stage_guard, as its own process group that stops when this
         process dies; `on_start(pgid)` hears the group's id (the workspace hold records it)."""
         start = time.time()
         def started(pgid: int) -> None:
-            from star.tracking.workspace_hold import note
+            from star.orchestration.workspace_hold import note
 
             note(self.hold_record, stage=stage, pgid=pgid)
             if on_start:
@@ -295,7 +295,7 @@ class Workspace:
             out, _ = proc.communicate()
             return out.strip(), proc.returncode
         except BaseException:  # this thread is being torn down (cancellation): take the stage with it
-            from star.tracking.stage_guard import stop_group
+            from star.orchestration.stage_guard import stop_group
 
             stop_group(proc.pid)
             raise
