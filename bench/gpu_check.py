@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     rl_cfg = GRPOConfig(batch_queries=2, num_generations=args.generations, max_steps=args.grpo_steps,
                         learning_rate=1e-5, max_new_tokens=args.max_new_tokens, max_context=4096,
                         tool_call_budget=args.tool_budget, rollout_batch=8, save_every=0,
-                        eval_every=0, zero_stage=args.zero_stage, bf16=bf16)
+                        validation={"every": 0}, zero_stage=args.zero_stage, bf16=bf16)
     train_grpo(out / "sft", queries, out / "rl", rl_cfg, db=db, progress=False)
     rows = read_metrics(out / "rl" / "metrics.jsonl")
     report["grpo"] = {"steps": len(rows),

@@ -290,7 +290,7 @@ def door_exp() -> None:
 # DAPO over-sampling stays on (up to 4 draws of 2 questions) so the one step has a group with a reward spread
 # to learn from: the door asserts an update, not just scored rollouts.
 LEARN_SMALL = ["sft.max_steps=6", "rl.max_steps=1", "rl.batch_queries=2", "rl.num_generations=4",
-               "rl.dapo_max_draws=4", "learn.questions=60", "learn.sft_questions=24", "learn.rl_questions=12",
+               "rl.dapo.max_draws=4", "learn.questions=60", "learn.sft_questions=24", "learn.rl_questions=12",
                "learn.heldout_questions=12"]
 
 

@@ -14,7 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="policy to start from (usually the SFT model directory)")
     parser.add_argument("--queries", required=True, help="RL training queries (JSONL or official CSV)")
     parser.add_argument("--out", required=True, help="run directory: metrics.jsonl, checkpoints/, best/, last/")
-    parser.add_argument("--val", default=None, help="validation queries for model selection (every eval_every steps)")
+    parser.add_argument("--val", default=None, help="validation queries for model selection (every validation.every steps)")
     parser.add_argument("--algorithm", choices=("grpo", "dapo", "arpo"), default=None, help="overrides the config")
     from star.evaluation.rewards import names
 

@@ -97,27 +97,41 @@ SMALL_OVERRIDES: dict[str, dict[str, dict]] = {
     "smoke": {
         "sft": {"batch_size": 8, "learning_rate": 3e-3, "epochs": 4, "max_length": 4096},
         "rl": {"batch_queries": 2, "num_generations": 4, "learning_rate": 1e-4, "max_context": 3072,
-                 "max_new_tokens": 256, "tool_call_budget": 12, "arpo_initial": 2},
+                 "max_new_tokens": 256, "tool_call_budget": 12, "arpo": {"initial": 2}},
     },
     "cpu": {
         "sft": {"batch_size": 8, "learning_rate": 5e-5, "epochs": 2, "max_length": 4096},
         "rl": {"batch_queries": 2, "num_generations": 4, "learning_rate": 1e-5, "max_context": 4096,
-                 "max_new_tokens": 256, "tool_call_budget": 12, "arpo_initial": 2},
+                 "max_new_tokens": 256, "tool_call_budget": 12, "arpo": {"initial": 2}},
     },
     # The paper trains the 1.5B model for 6 SFT epochs instead of 4.
     "paper-1.5b": {"sft": {"epochs": 6}},
 }
 
 
+def _merge(into: dict, layer: dict) -> None:
+    """Nested sections merge key by key (a params file's `arpo: {entropy_tokens: 4}` keeps a profile's `initial`)."""
+    for key, value in layer.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
 def resolve_config(cls, section: str, profile: str | None = None, path=None, sets: list[str] | None = None):
     """Build `cls` from: field defaults < small-profile overrides < a params file < `--set key=value` pairs.
 
     The params file is YAML or JSON; when it has a top-level `section` key ("sft" / "rl") only that
-    part is read. Values in `--set` are parsed as YAML scalars/lists (so `epochs=2`, `bf16=false`).
+    part is read. Values in `--set` are parsed as YAML scalars/lists (so `epochs=2`, `bf16=false`); a dotted key
+    sets a nested field (`dapo.oversample=true`).
     """
+    import copy
+
     import yaml
 
-    values: dict = dict(SMALL_OVERRIDES.get(profile or "", {}).get(section, {}))
+    from star.params_io import set_dotted
+
+    values: dict = copy.deepcopy(SMALL_OVERRIDES.get(profile or "", {}).get(section, {}))
     if path:
         from pathlib import Path
 
@@ -127,12 +141,12 @@ def resolve_config(cls, section: str, profile: str | None = None, path=None, set
         data = yaml.safe_load(p.read_text()) or {}
         if not isinstance(data, dict):
             raise ValueError(f"{p}: expected a mapping of {cls.__name__} fields")
-        values.update(data.get(section, data) if section in data else data)
+        _merge(values, data.get(section, data) if section in data else data)
     for item in sets or []:
         key, sep, raw = item.partition("=")
         if not sep:
             raise ValueError(f"--set expects key=value, got {item!r}")
-        values[key.strip()] = yaml.safe_load(raw)
+        set_dotted(values, key.strip(), yaml.safe_load(raw), source="--set")  # `dapo.oversample=true` nests
     known = set(cls.model_fields)
     unknown = sorted(set(values) - known)
     if unknown:

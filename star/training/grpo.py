@@ -4,7 +4,7 @@ One step: next batch of queries → G rollouts each through the rollout engine w
 weights → evaluator scores → reward → group-normalised advantages (overlength rollouts count in
 the group statistics but carry no loss) → `num_iterations` passes of `mini_batches` optimiser
 steps on the token-level clipped surrogate (old log-probs recomputed once before the updates)
-→ new weights to the rollout backend. Validation every `eval_every` steps keeps the best model;
+→ new weights to the rollout backend. Validation every `validation.every` steps keeps the best model;
 checkpoints every `save_every` steps make `--resume` continue exactly (same next batch).
 """
 
@@ -171,8 +171,8 @@ class GRPOTrainer:
         cfg = self.cfg
         agent = AgentConfig(style=cfg.observation_style, tool_budget=cfg.tool_call_budget, max_context=cfg.max_context,
                             failure_rate=cfg.env_failure_rate if train else 0.0, eval_mode=cfg.evaluator_mode)
-        rollout = RolloutConfig(seed=seed, temperature=cfg.temperature if train else cfg.eval_temperature,
-                                top_p=cfg.top_p if train else cfg.eval_top_p, max_new_tokens=cfg.max_new_tokens,
+        rollout = RolloutConfig(seed=seed, temperature=cfg.temperature if train else cfg.validation.temperature,
+                                top_p=cfg.top_p if train else cfg.validation.top_p, max_new_tokens=cfg.max_new_tokens,
                                 max_batch=cfg.rollout_batch, max_in_flight=2 * cfg.rollout_batch, progress=False)
         return RolloutEngine(self.backend, self.db, agent, rollout, agent_name=str(self.model_dir),
                              env_factory=self.env_factory)
@@ -187,8 +187,8 @@ class GRPOTrainer:
         if cfg.algorithm == "arpo":
             for q in queries:
                 trajs, parents, points, nb = arpo_group(
-                    engine, self.engine.module, q, G, cfg.arpo_initial, cfg.arpo_entropy_threshold,
-                    cfg.arpo_entropy_tokens, cfg.arpo_branches_per_step, cfg.temperature)
+                    engine, self.engine.module, q, G, cfg.arpo.initial, cfg.arpo.entropy_threshold,
+                    cfg.arpo.entropy_tokens, cfg.arpo.branches_per_step, cfg.temperature)
                 groups.append((trajs, parents, points))
                 n_branches += nb
         else:
@@ -226,7 +226,7 @@ class GRPOTrainer:
             # Over-sampling: more queries from the stream until the batch is full of informative groups
             # (counted over all ranks, so every rank draws the same queries and loops as often).
             kept = int(D.all_sum(len(groups)))
-            while cfg.dapo_oversample and kept < cfg.batch_queries and draws < cfg.dapo_max_draws:
+            while cfg.dapo.oversample and kept < cfg.batch_queries and draws < cfg.dapo.max_draws:
                 more_idx, _ = self.stream.next(cfg.batch_queries - kept)
                 more, _ = self.rollout([self.queries[i] for i in D.shard(more_idx)], derive_seed(seed, "draw", draws))
                 draws += 1
@@ -390,7 +390,7 @@ class GRPOTrainer:
         from star.training import distributed as D
 
         name = self.selection_reward()
-        queries = self.val_queries[: self.cfg.eval_queries] if self.cfg.eval_queries else self.val_queries
+        queries = self.val_queries[: self.cfg.validation.queries] if self.cfg.validation.queries else self.val_queries
         trajs = self._engine(self.cfg.seed, train=False).run(D.shard(queries), 1)  # each rank a share
         rewards = [r for part in D.gather([compute_reward(name, t.scores, t.finish_reason) for t in trajs])
                    for r in part]
@@ -487,7 +487,7 @@ class GRPOTrainer:
         last, t0, timed_out = {}, time.perf_counter(), False
         while self.step < self.total_steps and not timed_out:
             last = self.train_step()
-            if cfg.eval_every and self.val_queries and self.step % cfg.eval_every == 0:
+            if cfg.validation.every and self.val_queries and self.step % cfg.validation.every == 0:
                 val = self.validate()
                 self.logger.log(self.step, val)
                 key = (val["val_success_rate"], val["val_reward"])  # success first, then the run's reward

@@ -18,6 +18,45 @@ Algorithm = Literal["grpo", "dapo", "arpo"]
 RewardName = str  # a name in star.evaluation.rewards (`names()`): checked against the registry, never listed here
 
 
+class _Group(_Config):
+    """A concern of GRPOConfig, nested under its name (`rl.dapo.oversample`), as VLLMConfig is."""
+
+
+class DAPOConfig(_Group):
+    """DAPO's dynamic sampling (algorithm `dapo`)."""
+
+    oversample: bool = False
+    """Draw extra query batches until the rollout batch is full of informative groups (paper: off)."""
+    max_draws: int = Field(3, ge=1)
+    """With over-sampling: most query batches drawn for one step."""
+
+
+class ARPOConfig(_Group):
+    """ARPO's entropy-guided branching at tool-call boundaries (algorithm `arpo`)."""
+
+    initial: int = Field(4, ge=1)
+    """Complete rollouts sampled first per query; branches fill the group up to num_generations."""
+    entropy_threshold: float = 0.1
+    """Branch at a tool-call boundary when entropy after the observation exceeds the initial entropy by this."""
+    entropy_tokens: int = Field(8, ge=1)
+    """Tokens after a boundary (or after the prompt) whose mean entropy measures the policy's uncertainty."""
+    branches_per_step: int = Field(2, ge=1)
+    """Most branches started from one boundary."""
+
+
+class ValidationConfig(_Group):
+    """Checkpoint selection: the policy on the validation queries every `every` steps, the best one kept."""
+
+    every: int = Field(0, ge=0)
+    """Validate every N steps and keep the best checkpoint (0: never)."""
+    queries: int | None = None
+    """Validate on the first N validation queries (None: all)."""
+    temperature: float = 0.6
+    """Validation sampling temperature (paper: 0.6)."""
+    top_p: float = 0.95
+    """Validation nucleus sampling (paper: 0.95)."""
+
+
 class GRPOConfig(_Config):
     """Online RL (GRPO and its DAPO / ARPO variants) over the rollout engine."""
 
@@ -89,26 +128,12 @@ class GRPOConfig(_Config):
     """Observation text style the agent sees."""
     evaluator_mode: Literal["strict", "official"] = "strict"
     """Evaluator mode that produces the reward's scores (strict closes the official loopholes)."""
-    dapo_oversample: bool = False
-    """DAPO: draw extra query batches until the rollout batch is full of informative groups (paper: off)."""
-    dapo_max_draws: int = Field(3, ge=1)
-    """DAPO with over-sampling: most query batches drawn for one step."""
-    arpo_initial: int = Field(4, ge=1)
-    """ARPO: complete rollouts sampled first per query; branches fill the group up to num_generations."""
-    arpo_entropy_threshold: float = 0.1
-    """ARPO: branch at a tool-call boundary when entropy after the observation exceeds the initial entropy by this."""
-    arpo_entropy_tokens: int = Field(8, ge=1)
-    """ARPO: tokens after a boundary (or after the prompt) whose mean entropy measures the policy's uncertainty."""
-    arpo_branches_per_step: int = Field(2, ge=1)
-    """ARPO: most branches started from one boundary."""
-    eval_every: int = Field(0, ge=0)
-    """Validate every N steps and keep the best checkpoint (0: never)."""
-    eval_queries: int | None = None
-    """Validate on the first N validation queries (None: all)."""
-    eval_temperature: float = 0.6
-    """Validation sampling temperature (paper: 0.6)."""
-    eval_top_p: float = 0.95
-    """Validation nucleus sampling (paper: 0.95)."""
+    dapo: DAPOConfig = Field(default_factory=DAPOConfig)
+    """DAPO's dynamic sampling (algorithm dapo)."""
+    arpo: ARPOConfig = Field(default_factory=ARPOConfig)
+    """ARPO's entropy-guided branching (algorithm arpo)."""
+    validation: ValidationConfig = Field(default_factory=ValidationConfig)
+    """Checkpoint selection on the validation queries."""
     save_every: int = Field(1, ge=0)
     """Write a resumable checkpoint every N steps (0: only at the end)."""
     keep_checkpoints: int = Field(2, ge=1)
@@ -130,8 +155,8 @@ class GRPOConfig(_Config):
     def _check(self) -> "GRPOConfig":
         if self.epsilon_low < 0 or self.epsilon_high < 0:
             raise ValueError("epsilon_low and epsilon_high must be >= 0")
-        if self.algorithm == "arpo" and self.arpo_initial > self.num_generations:
-            raise ValueError(f"arpo_initial ({self.arpo_initial}) must be <= num_generations ({self.num_generations})")
+        if self.algorithm == "arpo" and self.arpo.initial > self.num_generations:
+            raise ValueError(f"arpo.initial ({self.arpo.initial}) must be <= num_generations ({self.num_generations})")
         for name in (self.reward, *(r for _, r in self.curriculum)):
             if name not in names() or (name in SCHEDULED and name != self.reward):
                 raise ValueError(f"unknown reward {name!r}; expected one of {names()}")

@@ -77,7 +77,7 @@ def main() -> int:
 
     cfg = GRPOConfig(batch_queries=2, num_generations=2, learning_rate=1e-3, max_steps=args.steps, bf16=False,
                      zero_stage=2, save_every=args.save_every, mini_batches=1, micro_batch_size=1,
-                     num_iterations=1, eval_every=0)
+                     num_iterations=1, validation={"every": 0})
     out.mkdir(parents=True, exist_ok=True)
     Worker(args.model, _queries(db, args.queries), out, cfg, db=db, progress=False).train(resume=args.resume)
     return 0

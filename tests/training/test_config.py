@@ -33,8 +33,8 @@ def test_bad_values_are_rejected():
         resolve_config(SFTConfig, "sft", None, None, ["lr=1"])
     with pytest.raises(ValidationError):
         GRPOConfig(algorithm="ppo")
-    with pytest.raises(ValidationError, match="arpo_initial"):
-        GRPOConfig(algorithm="arpo", num_generations=4, arpo_initial=6)
+    with pytest.raises(ValidationError, match="arpo.initial"):
+        GRPOConfig(algorithm="arpo", num_generations=4, arpo={"initial": 6})
     with pytest.raises(ValidationError, match="curriculum must start at epoch 1"):
         GRPOConfig(curriculum=[(2, "sum")])
 

@@ -7,7 +7,7 @@ import pytest
 from star.cli import main
 
 TINY_RL = ["--set", "batch_queries=1", "--set", "num_generations=2", "--set", "max_new_tokens=8",
-           "--set", "max_context=2400", "--set", "tool_call_budget=2", "--set", "arpo_initial=1",
+           "--set", "max_context=2400", "--set", "tool_call_budget=2", "--set", "arpo.initial=1",
            "--set", "save_every=1", "--set", "zero_stage=1", "--quiet"]
 
 
@@ -50,7 +50,7 @@ def test_one_grpo_step_end_to_end(sft_model, pipeline_inputs):
     out = pipeline_inputs / "rl-grpo"
     code = main(["grpo", "--model", str(sft_model), "--queries", str(pipeline_inputs / "rl.jsonl"), "--out", str(out),
                  "--val", str(pipeline_inputs / "rl.jsonl"), "--db", "generated", "--set", "max_steps=1",
-                 "--set", "eval_every=1", "--set", "eval_queries=1", *TINY_RL])
+                 "--set", "validation.every=1", "--set", "validation.queries=1", *TINY_RL])
     assert code == 0
     row = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
     for key in ("reward_mean", "reward_std", "success_rate", "cs_micro", "hard_macro", "response_tokens", "tool_calls",
@@ -134,7 +134,7 @@ def test_bad_config_field_is_a_clear_cli_error(sft_model, pipeline_inputs, capsy
                                               ("arpo", "macro"), ("grpo-kl", "sum")])
 def test_each_algorithm_and_reward_runs(sft_model, pipeline_inputs, algorithm, reward):
     out = pipeline_inputs / f"rl-{algorithm}-{reward}"
-    extra = {"dapo-oversample": ["--set", "dapo_oversample=true"],
+    extra = {"dapo-oversample": ["--set", "dapo.oversample=true"],
              "grpo-kl": ["--set", "kl_coef=0.05"]}.get(algorithm, [])
     algorithm = algorithm.split("-")[0]
     code = main(["grpo", "--model", str(sft_model), "--queries", str(pipeline_inputs / "rl.jsonl"), "--out", str(out),

@@ -67,7 +67,7 @@ def test_a_dapo_steps_metrics_count_the_rollouts_of_every_draw(tiny_dir, tmp_pat
     from star.training.grpo import train_grpo
 
     model_dir, _ = tiny_dir
-    cfg = GRPOConfig(algorithm="dapo", dapo_oversample=True, dapo_max_draws=3, num_generations=2, batch_queries=2,
+    cfg = GRPOConfig(algorithm="dapo", dapo={"oversample": True, "max_draws": 3}, num_generations=2, batch_queries=2,
                      max_steps=1, reward="success", max_new_tokens=1, max_context=256, save_every=0, zero_stage=0)
     queries = [{"id": f"p{i}", "prompt": f"Say one word, number {i}."} for i in range(8)]
     # No token is a target: every group is all zeros, so DAPO drops each and draws to its limit.

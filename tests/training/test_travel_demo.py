@@ -15,7 +15,7 @@ from star.orchestration.stages import Workspace, head_commit
 
 SMALL = {"synthesis.n": 60, "split.rl_size": 8, "split.val_size": 6, "teacher.queries": 8, "sft.max_steps": 4,
          "sft.save_every": 2, "rl.max_steps": 1, "rl.batch_queries": 2, "rl.num_generations": 4,
-         "rl.dapo_max_draws": 2, "eval.batch": 6}
+         "rl.dapo.max_draws": 2, "eval.batch": 6}
 
 
 @pytest.mark.slow
