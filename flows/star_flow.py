@@ -66,14 +66,14 @@ VARIANT_FILES = ("params.yaml", "metrics/eval/rl/metrics.json", "metrics/eval/rl
 
 def _ablation_dir(cfg, profile: str | None, ablation: str | None, overrides: dict | None) -> Path:
     """runs/PROFILE/ABLATION[_OVERRIDES]/: a run with other overrides gets its own folder and report."""
-    from star.config import run_dir_name
+    from star.ablations import run_dir_name
 
     return _runs_dir(cfg) / (profile or "default") / run_dir_name(ablation or "single", overrides)
 
 
 def _workspace_path(cfg, profile: str | None, ablation: str | None, variant: str | None,
                     overrides: dict | None = None) -> Path:
-    from star.config import variant_slug
+    from star.ablations import variant_slug
 
     return _ablation_dir(cfg, profile, ablation, overrides) / variant_slug(variant or "default")
 
@@ -89,7 +89,8 @@ def experiment_name(variant: str | None, profile: str | None, overrides: dict | 
     """The DVC experiment a run is saved as, named by what it ran: a variant's slug led by its profile
     unless that is the default one (`reward-sum`, `cpu_reward-sum`), a single run `PROFILE-pipeline`;
     then the overrides (`reward-sum_rl.learning_rate-0.0002`), so another run never replaces it."""
-    from star.config import DEFAULT_PROFILE, overrides_slug, variant_slug
+    from star.ablations import overrides_slug, variant_slug
+    from star.config import DEFAULT_PROFILE
 
     profile = profile or "default"
     if variant:
@@ -102,7 +103,7 @@ def experiment_name(variant: str | None, profile: str | None, overrides: dict | 
 
 def run_title(name: str, profile: str | None, overrides: dict | None) -> str:
     """An MLflow parent run's name: `reward (smoke)`, `reward (cpu; rl.learning_rate=0.0002)`."""
-    from star.config import overrides_label
+    from star.ablations import overrides_label
 
     label = overrides_label(overrides)
     return f"{name} ({profile or 'default'}{'; ' + label if label else ''})"
@@ -135,7 +136,8 @@ def _last_word(exc: BaseException) -> None:
 
 def run_one(profile: str | None, ablation: str | None, variant: str | None, overrides: dict | None,
             stages: list[str] | None, parent_run_id: str | None, commit: str | None = None) -> dict[str, Any]:
-    from star.config import overrides_label, parse_variant_name, resolve
+    from star.ablations import overrides_label, parse_variant_name
+    from star.config import resolve
     from star.tracking import mlflow_logging as ml
     from star.orchestration.stages import Workspace, head_commit, needed_stages
     from star.orchestration.workspace_hold import WorkspaceHold
@@ -326,7 +328,7 @@ def pool_variant_task(deployment: str, profile: str | None, ablation: str, varia
     of it comes back through MLflow (the worker may be another machine)."""
     from prefect.deployments import run_deployment
 
-    from star.config import parse_variant_name, variant_slug
+    from star.ablations import parse_variant_name, variant_slug
     from star.tracking import mlflow_logging as ml
     from star.tracking.config import TrackingConfig
     from star.config import resolve
@@ -365,7 +367,8 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
                  concurrency: int | None, pool: str | None = None, levels: list[str] | None = None) -> dict[str, Any]:
     import uuid
 
-    from star.config import load_ablation, overrides_label, part_name, resolve
+    from star.ablations import load_ablation, overrides_label, part_name
+    from star.config import resolve
     from star.tracking import mlflow_logging as ml
     from star.report import build as rep_build, load as rep_load, write as rep_write
     from star.orchestration.stages import head_commit, needed_stages, uncommitted
@@ -524,7 +527,7 @@ if __name__ == "__main__":
     p.add_argument("--levels", nargs="*", help="only these levels of the ablation")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     a = p.parse_args()
-    from star.config import parse_set
+    from star.params_io import parse_set
 
     print(json.dumps(star(ablation=a.ablation, variant=a.variant, profile=a.profile, overrides=parse_set(a.set) or None,
                           stages=a.stages, concurrency=a.concurrency, pool=a.pool, levels=a.levels),

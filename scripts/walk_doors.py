@@ -134,7 +134,7 @@ def door_ablation(ablation: str) -> None:
 
     from mlflow import MlflowClient
 
-    from star.config import load_ablation, variant_slug
+    from star.ablations import load_ablation, variant_slug
 
     variants = [v.name for v in load_ablation(ablation).variants()]
     client = MlflowClient(MLFLOW)

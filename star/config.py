@@ -4,6 +4,8 @@ params/default.yaml holds the paper's defaults, params/profiles/NAME.yaml what a
 params/ablations/AXIS.yaml one axis of the paper's ablations (levels = dotted-key overrides) and
 params/grids/NAME.yaml full factorials over several axes. Each section is validated by its
 package's config model (star/<pkg>/config.py), so a typo in any layer fails with the file named.
+This module resolves and validates (and is the CLI); reading ablation files and naming variants is
+star.ablations', params files and dotted keys star.params_io's.
 
     python -m star.config resolve --profile smoke --out params.yaml      # what `dvc repro` runs
     python -m star.config variants reward                                # the variants of an ablation
@@ -13,20 +15,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import itertools
 import json
-import re
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from star.params_io import ConfigError, flatten, get_dotted, load_yaml, set_dotted, write_yaml
-
-PROJECT_DIR = Path(__file__).resolve().parents[1]
-PARAMS_DIR = PROJECT_DIR / "params"
+from star.ablations import PROFILE_KEY, Ablation, Variant, ablations, load_ablation
+from star.params_io import (PARAMS_DIR, ConfigError, flatten, get_dotted, layer_to_dotted, load_yaml, parse_set,
+                            set_dotted, write_yaml)
 
 # section -> "module:Class" of the package's config model. A section whose model is not importable
 # (package not installed in this checkout) is kept as a plain dict and listed in `unvalidated`.
@@ -48,253 +47,15 @@ SECTION_MODELS: dict[str, str] = {
     "report": "star.report.config:ReportConfig",
 }
 
-PROFILE_KEY = "_profile"  # a variant level may apply a whole profile (the scale axis does)
-_NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._]*$")
-
 
 def profiles(params_dir: Path = PARAMS_DIR) -> list[str]:
     return sorted(p.stem for p in (Path(params_dir) / "profiles").glob("*.yaml"))
 
 
-def ablations(params_dir: Path = PARAMS_DIR) -> list[str]:
-    """Names of single-axis ablations and grids (a grid and an ablation may not share a name)."""
-    d = Path(params_dir)
-    return sorted({p.stem for p in (d / "ablations").glob("*.yaml")} | {p.stem for p in (d / "grids").glob("*.yaml")})
-
-
-def _layer_to_dotted(layer: dict) -> dict[str, Any]:
-    """A layer may be nested sections ({rl: {lr: …}}) or dotted keys ({rl.lr: …}) or a mix."""
-    out: dict[str, Any] = {}
-    for key, value in layer.items():
-        key = str(key)
-        if "." not in key and isinstance(value, dict):
-            for sub, v in flatten(value).items():
-                out[f"{key}.{sub}"] = v
-        else:
-            out[key] = value
-    return out
-
-
-def parse_set(items: list[str] | None) -> dict[str, Any]:
-    """['rl.lr=1e-6', 'rl.reward=macro'] -> dotted overrides; values are YAML scalars (never eval'd)."""
-    out: dict[str, Any] = {}
-    for item in items or []:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. rl.lr=1e-6")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"--set {item!r}: value is not a YAML scalar ({exc})") from None
-        out[key.strip()] = _number(value)
-    return out
-
-
-def _number(value: Any) -> Any:
-    """YAML 1.1 reads `1e-6` as a string; a CLI user means the number."""
-    if isinstance(value, str):
-        try:
-            return float(value) if re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+", value.strip()) else value
-        except ValueError:
-            return value
-    return value
-
-
 # ------------------------------------------------------------------------------------- ablations
-
-@dataclass(frozen=True)
-class Variant:
-    """One point of an ablation: a level per axis and the overrides those levels imply."""
-
-    ablation: str
-    levels: dict[str, str]
-    overrides: dict[str, Any]
-
-    @property
-    def name(self) -> str:
-        return variant_name(self.levels)
-
-
-def variant_name(levels: dict[str, str]) -> str:
-    """{'reward': 'sum', 'algorithm': 'dapo'} -> 'reward=sum,algorithm=dapo' (axis order kept).
-
-    Path- and MLflow-safe except for '=' and ',' which both tolerate; `variant_slug` gives a
-    directory name."""
-    if not levels:
-        return "default"
-    for axis, level in levels.items():
-        for part in (axis, str(level)):
-            if not _NAME_OK.match(part):
-                raise ConfigError(f"axis/level name {part!r}: use letters, digits, '.' and '_' only")
-    return ",".join(f"{axis}={level}" for axis, level in levels.items())
-
-
-def parse_variant_name(name: str) -> dict[str, str]:
-    if name == "default":
-        return {}
-    levels: dict[str, str] = {}
-    for part in name.split(","):
-        axis, sep, level = part.partition("=")
-        if not sep or not axis or not level:
-            raise ConfigError(f"variant name {name!r}: expected AXIS=LEVEL[,AXIS=LEVEL…]")
-        if axis in levels:
-            raise ConfigError(f"variant name {name!r}: axis {axis!r} given twice")
-        levels[axis] = level
-    return levels
-
-
-def variant_slug(name: str) -> str:
-    """'reward=sum,algorithm=dapo' -> 'reward-sum__algorithm-dapo' (a directory name)."""
-    return name.replace("=", "-").replace(",", "__")
 
 
 DEFAULT_PROFILE = "smoke"  # params.yaml as committed; the flow's and `star report`'s profile unless told
-# Overrides of these sections say where and how a run goes (its folder, its tracking store), not what it
-# runs, so they are left out of its name.
-UNNAMED_SECTIONS = ("flow", "tracking")
-
-
-def overrides_label(overrides: dict[str, Any] | None) -> str:
-    """{'rl.learning_rate': 0.0002} -> 'rl.learning_rate=0.0002' (keys sorted; '' for none): what a run
-    changed on top of its profile and variant, as its names, tags and report state it."""
-    named = {k: v for k, v in (overrides or {}).items() if k.split(".", 1)[0] not in UNNAMED_SECTIONS}
-    return ",".join(f"{k}={json.dumps(v) if isinstance(v, (list, dict)) else v}" for k, v in sorted(named.items()))
-
-
-def overrides_slug(overrides: dict[str, Any] | None) -> str:
-    """The label as part of a folder and DVC experiment (git ref) name: 'rl.learning_rate-0.0002'. A
-    character neither may hold becomes '_', and then a short digest keeps different overrides apart."""
-    import hashlib
-
-    label = overrides_label(overrides)
-    plain = variant_slug(label)
-    slug = re.sub(r"\.{2,}", "_", re.sub(r"[^A-Za-z0-9._-]", "_", plain)).rstrip(".")
-    if slug != plain or len(slug) > 60:
-        slug = f"{slug[:60]}-{hashlib.sha256(label.encode()).hexdigest()[:6]}"
-    return slug
-
-
-def run_dir_name(name: str, overrides: dict[str, Any] | None) -> str:
-    """An ablation's folder under runs/PROFILE/: its name, plus the overrides it ran with."""
-    slug = overrides_slug(overrides)
-    return f"{name}_{slug}" if slug else name
-
-
-def part_name(name: str, levels: list[str] | None) -> str:
-    """The name of a run over some levels of an ablation (its MLflow parent, report and lock folder)."""
-    return "-".join([name, *levels]) if levels else name
-
-
-@dataclass(frozen=True)
-class Ablation:
-    """An ablation file (one axis) or a grid (the full factorial over several axes)."""
-
-    name: str
-    description: str
-    axes: dict[str, dict[str, dict[str, Any]]]  # axis -> level -> dotted overrides
-    fixed: dict[str, Any] = field(default_factory=dict)
-    paper_table: str | None = None
-    path: Path | None = None
-
-    @property
-    def factorial(self) -> bool:
-        return len(self.axes) > 1
-
-    def variants(self) -> list[Variant]:
-        axis_names = list(self.axes)
-        out = []
-        for combo in itertools.product(*(list(self.axes[a]) for a in axis_names)):
-            levels = dict(zip(axis_names, combo))
-            overrides: dict[str, Any] = {}
-            for axis, level in levels.items():
-                overrides.update(self.axes[axis][level])
-            out.append(Variant(self.name, levels, overrides))
-        return out
-
-    def only(self, levels: list[str]) -> Ablation:
-        """The same ablation over some of its levels (each name a level of one of its axes; an axis none of
-        them names keeps all its levels): its variants are variants of the whole one."""
-        known = {level for axis in self.axes.values() for level in axis}
-        unknown = [level for level in levels if level not in known]
-        if unknown or not levels:
-            raise ConfigError(f"ablation {self.name!r} has no level(s) {unknown or levels!r}; known: {sorted(known)}")
-        axes = {name: ({k: v for k, v in axis.items() if k in levels} if set(axis) & set(levels) else axis)
-                for name, axis in self.axes.items()}
-        return replace(self, axes=axes)
-
-    def variant(self, name: str) -> Variant:
-        levels = parse_variant_name(name)
-        for v in self.variants():
-            if v.levels == levels:
-                return v
-        known = ", ".join(v.name for v in self.variants())
-        raise ConfigError(f"ablation {self.name!r} has no variant {name!r}; known: {known}")
-
-
-def _read_axis_file(path: Path) -> tuple[str, dict[str, dict[str, Any]], dict[str, Any], dict]:
-    data = load_yaml(path)
-    unknown = set(data) - {"description", "paper_table", "axis", "levels", "fixed"}
-    if unknown:
-        raise ConfigError(f"{path}: unknown keys {sorted(unknown)} (expected description, paper_table, axis, levels, fixed)")
-    axis = data.get("axis") or path.stem
-    levels = data.get("levels")
-    if not isinstance(levels, dict) or not levels:
-        raise ConfigError(f"{path}: `levels` must be a non-empty mapping of level -> overrides")
-    out: dict[str, dict[str, Any]] = {}
-    for level, overrides in levels.items():
-        if not isinstance(overrides, dict):
-            raise ConfigError(f"{path}: level {level!r} must map dotted keys to values")
-        out[str(level)] = _layer_to_dotted(overrides) if PROFILE_KEY not in overrides else dict(overrides)
-    fixed = data.get("fixed") or {}
-    if not isinstance(fixed, dict):
-        raise ConfigError(f"{path}: `fixed` must be a mapping")
-    return str(axis), out, _layer_to_dotted(fixed), data
-
-
-def load_ablation(name: str, params_dir: Path = PARAMS_DIR) -> Ablation:
-    """By name (params/ablations/NAME.yaml or params/grids/NAME.yaml) or by path."""
-    params_dir = Path(params_dir)
-    as_path = Path(name)
-    if as_path.suffix in (".yaml", ".yml") and as_path.is_file():
-        path = as_path
-    else:
-        candidates = [params_dir / "ablations" / f"{name}.yaml", params_dir / "grids" / f"{name}.yaml"]
-        found = [p for p in candidates if p.is_file()]
-        if not found:
-            raise ConfigError(f"unknown ablation {name!r}; known: {', '.join(ablations(params_dir))}")
-        path = found[0]
-    if path.parent.name != "grids":
-        axis, levels, fixed, data = _read_axis_file(path)
-        return Ablation(path.stem, str(data.get("description", "")), {axis: levels}, fixed,
-                        None if data.get("paper_table") is None else str(data["paper_table"]), path)
-    data = load_yaml(path)
-    unknown = set(data) - {"description", "axes", "fixed"}
-    if unknown:
-        raise ConfigError(f"{path}: unknown keys {sorted(unknown)} (expected description, axes, fixed)")
-    spec = data.get("axes")
-    if isinstance(spec, list):
-        spec = {a: None for a in spec}
-    if not isinstance(spec, dict) or len(spec) < 2:
-        raise ConfigError(f"{path}: `axes` must name at least two ablation axes (a list, or axis -> [levels])")
-    axes: dict[str, dict[str, dict[str, Any]]] = {}
-    fixed: dict[str, Any] = {}
-    for axis_file, wanted in spec.items():
-        sub = load_ablation(str(axis_file), params_dir)
-        if sub.factorial:
-            raise ConfigError(f"{path}: axis {axis_file!r} is itself a grid")
-        (axis, levels), = sub.axes.items()
-        if wanted is not None:
-            missing = [str(w) for w in wanted if str(w) not in levels]
-            if missing:
-                raise ConfigError(f"{path}: axis {axis!r} has no levels {missing}; known: {list(levels)}")
-            levels = {str(w): levels[str(w)] for w in wanted}
-        for key, value in sub.fixed.items():
-            if key in fixed and fixed[key] != value:
-                raise ConfigError(f"{path}: axes disagree on fixed {key!r} ({fixed[key]!r} vs {value!r})")
-            fixed[key] = value
-        axes[axis] = levels
-    fixed.update(_layer_to_dotted(data.get("fixed") or {}))
-    return Ablation(path.stem, str(data.get("description", "")), axes, fixed, None, path)
 
 
 # ------------------------------------------------------------------------------------ resolution
@@ -389,14 +150,14 @@ def resolve(profile: str | None = None, ablation: str | Ablation | None = None, 
     known = set(base)
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    _apply(values, sources, _layer_to_dotted(base), str(default_path), known)
+    _apply(values, sources, layer_to_dotted(base), str(default_path), known)
 
     layers: list[tuple[str, dict[str, Any]]] = []
     if profile:
         ppath = params_dir / "profiles" / f"{profile}.yaml"
         if not ppath.is_file():
             raise ConfigError(f"unknown profile {profile!r}; known: {', '.join(profiles(params_dir))}")
-        layers.append((str(ppath), _layer_to_dotted(load_yaml(ppath))))
+        layers.append((str(ppath), layer_to_dotted(load_yaml(ppath))))
     abl: Ablation | None = None
     var: Variant | None = None
     if ablation is not None:
@@ -411,7 +172,7 @@ def resolve(profile: str | None = None, ablation: str | Ablation | None = None, 
                 ppath = params_dir / "profiles" / f"{pname}.yaml"
                 if not ppath.is_file():
                     raise ConfigError(f"{abl.path}: level {level!r} names unknown profile {pname!r}")
-                layers.append((f"{ppath} (via {axis}={level})", _layer_to_dotted(load_yaml(ppath))))
+                layers.append((f"{ppath} (via {axis}={level})", layer_to_dotted(load_yaml(ppath))))
         layers.append((f"{abl.path} fixed", abl.fixed))
         for axis, level in var.levels.items():
             layers.append((f"{abl.path} {axis}={level}", abl.axes[axis][level]))

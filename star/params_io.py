@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+PARAMS_DIR = PROJECT_DIR / "params"
 
 
 class ConfigError(ValueError):
@@ -83,3 +87,41 @@ def get_dotted(values: dict, key: str) -> Any:
             raise KeyError(key)
         node = node[part]
     return node
+
+
+def layer_to_dotted(layer: dict) -> dict[str, Any]:
+    """A layer may be nested sections ({rl: {lr: …}}) or dotted keys ({rl.lr: …}) or a mix."""
+    out: dict[str, Any] = {}
+    for key, value in layer.items():
+        key = str(key)
+        if "." not in key and isinstance(value, dict):
+            for sub, v in flatten(value).items():
+                out[f"{key}.{sub}"] = v
+        else:
+            out[key] = value
+    return out
+
+
+def parse_set(items: list[str] | None) -> dict[str, Any]:
+    """['rl.lr=1e-6', 'rl.reward=macro'] -> dotted overrides; values are YAML scalars (never eval'd)."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. rl.lr=1e-6")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--set {item!r}: value is not a YAML scalar ({exc})") from None
+        out[key.strip()] = _number(value)
+    return out
+
+
+def _number(value: Any) -> Any:
+    """YAML 1.1 reads `1e-6` as a string; a CLI user means the number."""
+    if isinstance(value, str):
+        try:
+            return float(value) if re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+", value.strip()) else value
+        except ValueError:
+            return value
+    return value

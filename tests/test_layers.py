@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("star.training",),
     ("star.policy_eval",),                # a policy on a query set, and two evaluations paired
     ("star.qa",),
+    ("star.ablations",),                  # ablation files, variant names and run labels
     ("star.config",),                     # params/ composed and validated (section models named by string)
     ("star.tracking",),                   # MLflow runs, params, metrics, artifacts
     ("star.report",),                     # the ablation report: load, build, render, plot, write

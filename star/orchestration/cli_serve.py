@@ -169,7 +169,8 @@ def follow(project: Path, poll: float = 0.5) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from star.config import PROJECT_DIR, resolve
+    from star.config import resolve
+    from star.params_io import PROJECT_DIR
     from star.tracking.mlflow_logging import TELEMETRY_OFF, Tracker, default_tracking_uri, ui_url
 
     project = PROJECT_DIR

@@ -33,7 +33,7 @@ class Report:
     reward: str | None = None                             # the reward that scored the `mean_reward` metric
     failed: dict[str, str] = field(default_factory=dict)  # variant -> its error (stage and exception)
     profile: str | None = None                            # the profile every variant ran under
-    overrides: str = ""                                   # star.config.overrides_label of the run ('' for none)
+    overrides: str = ""                                   # star.ablations.overrides_label of the run ('' for none)
 
 
 def _scoring_reward(cfg: ReportConfig, variants: list[VariantResult], baseline: str) -> str:

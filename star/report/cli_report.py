@@ -33,8 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from star.config import (ConfigError, PROJECT_DIR, load_ablation, overrides_label, parse_set, part_name, resolve,
-                             run_dir_name, variant_slug)
+    from star.ablations import load_ablation, overrides_label, part_name, run_dir_name, variant_slug
+    from star.config import resolve
+    from star.params_io import ConfigError, PROJECT_DIR, parse_set
     from star.report.build import build_report
     from star.report.load import load_variant_dir
     from star.report.metrics import ReportError

@@ -63,7 +63,7 @@ def load_variant_dir(path: str | Path, name: str | None = None, levels: dict[str
     """A variant's run directory (as the `star` flow writes it):
     params.yaml, metrics/eval/rl/{metrics.json, trajectories.jsonl}, optional metrics/eval/{base,sft}/metrics.json,
     models/rl/steps.jsonl."""
-    from star.config import parse_variant_name
+    from star.ablations import parse_variant_name
     from star.tracking.mlflow_logging import read_jsonl
 
     root = Path(path)

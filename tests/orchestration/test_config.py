@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from star.config import (PARAMS_DIR, PROJECT_DIR, ConfigError, ablations, load_ablation, parse_set, parse_variant_name,
-                         profiles, resolve, variant_name, variant_slug)
+from star.ablations import ablations, load_ablation, parse_variant_name, variant_name, variant_slug
+from star.config import profiles, resolve
+from star.params_io import PARAMS_DIR, PROJECT_DIR, ConfigError, parse_set
 
 
 def test_default_holds_the_papers_rl_and_sft_defaults():
@@ -179,7 +180,7 @@ def test_params_survive_dvcs_own_yaml_writer(tmp_path, profile):
     profile must read back as the same values, plus the one that was set."""
     from dvc.utils.hydra import apply_overrides
 
-    from star.config import load_yaml, write_yaml
+    from star.params_io import load_yaml, write_yaml
 
     path = write_yaml(tmp_path / "params.yaml", resolve(profile).to_params())
     apply_overrides(str(path), ["rl.learning_rate=0.0002"])
@@ -189,7 +190,8 @@ def test_params_survive_dvcs_own_yaml_writer(tmp_path, profile):
 def test_every_ablation_variant_survives_dvcs_yaml_writer(tmp_path):
     from dvc.utils.hydra import apply_overrides
 
-    from star.config import ablations, load_ablation, load_yaml, write_yaml
+    from star.ablations import ablations, load_ablation
+    from star.params_io import load_yaml, write_yaml
 
     for name in ablations():
         for v in load_ablation(name).variants():
@@ -199,7 +201,7 @@ def test_every_ablation_variant_survives_dvcs_yaml_writer(tmp_path):
 
 
 def test_a_ratio_that_yaml_turned_into_a_number_is_a_clear_error():
-    from star.config import ConfigError
+    from star.params_io import ConfigError
 
     with pytest.raises(ConfigError, match=r"(?s)synthesis.ratio.*base 60.*\[4, 3, 3\]"):
         resolve("smoke", overrides={"synthesis.ratio": 14583})  # what YAML 1.1 makes of an unquoted 4:3:3
@@ -210,7 +212,7 @@ def test_a_wrong_type_in_params_yaml_stops_the_stage_with_the_key_named(tmp_path
     import subprocess
     import sys
 
-    from star.config import write_yaml
+    from star.params_io import write_yaml
 
     values = resolve("smoke").to_params()
     values["rl"]["learning_rate"] = "abc"
@@ -224,7 +226,8 @@ def test_a_wrong_type_in_params_yaml_stops_the_stage_with_the_key_named(tmp_path
 
 
 def test_an_ablation_over_some_of_its_levels_keeps_their_variants_and_refuses_unknown_ones():
-    from star.config import ConfigError, load_ablation
+    from star.ablations import load_ablation
+    from star.params_io import ConfigError
 
     whole = load_ablation("reward")
     part = whole.only(["sum", "success"])

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from star.config import PROJECT_DIR
+from star.params_io import PROJECT_DIR
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,8 @@ import json
 
 import pytest
 
-from star.config import PROJECT_DIR, resolve
+from star.config import resolve
+from star.params_io import PROJECT_DIR
 from star.orchestration.stages import Workspace, head_commit
 
 TINY = {"qa.limit": 2, "qa.builtin.questions": 20, "qa.episode.max_new_tokens": 16}

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from star.config import PROJECT_DIR, ConfigError, overrides_label, overrides_slug, run_dir_name, variant_slug
+from star.ablations import overrides_label, overrides_slug, run_dir_name, variant_slug
+from star.params_io import PROJECT_DIR, ConfigError
 from star.orchestration.stages import StageError
 
 sys.path.insert(0, str(PROJECT_DIR))

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tomllib
 
-from star.config import PROJECT_DIR
+from star.params_io import PROJECT_DIR
 
 OURS = "http://127.0.0.1:4299/api"
 

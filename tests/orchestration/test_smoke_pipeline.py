@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from star.config import PROJECT_DIR, resolve
+from star.config import resolve
+from star.params_io import PROJECT_DIR
 from star.orchestration.stages import Workspace, head_commit, stage_order
 
 

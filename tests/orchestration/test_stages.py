@@ -9,7 +9,8 @@ import textwrap
 import pytest
 import yaml
 
-from star.config import PROJECT_DIR, profiles, resolve, write_yaml
+from star.config import profiles, resolve
+from star.params_io import PROJECT_DIR, write_yaml
 from star.orchestration.stages import StageError, Workspace, dvc_bin, needed_stages, stage_order
 
 PIPELINE = ["sandbox", "synthesize", "validate", "split", "teacher", "sft_data", "sft", "grpo", "eval_agent"]

@@ -71,7 +71,8 @@ TINY = {"synthesis.n": 24, "split.rl_size": 6, "split.val_size": 4, "teacher.que
 
 @pytest.mark.slow
 def test_dvc_repro_runs_the_smoke_sft_and_grpo_stages_on_two_ranks(tmp_path):
-    from star.config import resolve, write_yaml
+    from star.config import resolve
+    from star.params_io import write_yaml
     from tests.training.test_multirank import ext_dir
 
     ws = tmp_path / "ws"

@@ -10,7 +10,8 @@ import os
 
 import pytest
 
-from star.config import PROJECT_DIR, resolve
+from star.config import resolve
+from star.params_io import PROJECT_DIR
 from star.orchestration.stages import Workspace, head_commit
 
 SMALL = {"synthesis.n": 60, "split.rl_size": 8, "split.val_size": 6, "teacher.queries": 8, "sft.max_steps": 4,
