@@ -7,11 +7,15 @@ in a function does not change which way it points.
 from __future__ import annotations
 
 import ast
+import importlib.util
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("stage_deps", ROOT / "scripts" / "stage_deps.py")
+stage_deps = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(stage_deps)  # its module <-> file helpers; its closure also follows strings, this test does not
 
 # Bottom to top. A module may import its own package and any module of a lower layer; modules of one
 # layer do not import each other across packages.
@@ -50,8 +54,7 @@ def _layer(unit: str) -> int:
 
 
 def _module_name(path: Path, root: Path = ROOT) -> str:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return stage_deps.module_name(path, root)
 
 
 def _imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
@@ -94,11 +97,7 @@ def upward_imports(root: Path = ROOT) -> list[str]:
 
 
 def _file_of(module: str, root: Path = ROOT) -> Path | None:
-    base = root.joinpath(*module.split("."))
-    for p in (base.with_suffix(".py"), base / "__init__.py"):
-        if p.is_file():
-            return p
-    return None
+    return stage_deps.module_file(module, root)
 
 
 def circles(root: Path = ROOT) -> list[list[str]]:
@@ -172,3 +171,33 @@ def test_a_file_outside_every_layer_is_named(tmp_path):
     root = _tree(tmp_path, {"star/newpkg/thing.py": "x = 1\n"})
     with pytest.raises(AssertionError, match="star/newpkg/thing.py belongs to no layer"):
         upward_imports(root)
+
+
+def unexplained_local_imports(root: Path = ROOT) -> list[str]:
+    """Function-local imports of star modules without a `# lazy: why` comment. A star module is imported at the
+    top unless importing it there would pull a heavy dependency (torch, pandas, ...) into a light command, or
+    it is optional with a fallback; the comment says which."""
+    bad = []
+    for path in _files(root):
+        text = path.read_text()
+        lines = text.split("\n")
+        for fn in ast.walk(ast.parse(text)):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                        m == "star" or m.startswith("star.") for m in
+                        ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""])):
+                    if "# lazy:" not in lines[node.end_lineno - 1] and "lazy:" not in lines[node.lineno - 1]:
+                        bad.append(f"{path.relative_to(root)}:{node.lineno}")
+    return bad
+
+
+def test_a_star_module_is_imported_inside_a_function_only_for_a_stated_reason():
+    assert unexplained_local_imports() == []
+
+
+def test_an_unexplained_local_import_is_caught(tmp_path):
+    root = _tree(tmp_path, {"star/sandbox/tools.py": "def f():\n    from star.sandbox import rows\n",
+                            "star/sandbox/cli.py": "def f():\n    from star.sandbox import tools  # lazy: pulls torch\n"})
+    assert unexplained_local_imports(root) == ["star/sandbox/tools.py:2"]

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from star.agent.config import AGENT_DEFAULTS, FINISH_REASONS, AgentConfig
 from star.agent.prompt import initial_messages, observation_message
 from star.agent.turns import Turn, parse_turn
+from star.evaluation.evaluator import evaluate_plan
+from star.evaluation.plan import PlanParseError, parse_plan_text
 from star.sandbox.rows import Database
 from star.sandbox.tools import Toolbox
 
@@ -28,8 +30,6 @@ def score_plan(query: dict, plan: list[dict] | None, db: Database, mode: str) ->
     """The evaluator's verdict on a plan as a plain dict (stored in the trajectory)."""
     if plan is None:
         return empty_scores(mode)
-    from star.evaluation.evaluator import evaluate_plan
-
     s = evaluate_plan(query, plan, db, mode=mode)
     checks = {"commonsense": {k: list(v) for k, v in (s.commonsense or {}).items()},
               "hard": {k: list(v) for k, v in (s.hard or {}).items()}}
@@ -41,8 +41,6 @@ def score_plan(query: dict, plan: list[dict] | None, db: Database, mode: str) ->
 
 def parse_answer(answer: str) -> list[dict] | None:
     """The structured plan of an answer, or None when the text does not follow the plan format."""
-    from star.evaluation.plan import PlanParseError, parse_plan_text
-
     try:
         return parse_plan_text(answer)
     except PlanParseError:

@@ -16,7 +16,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-from star.evaluation.config import DEFAULTS, SPLIT_DENOMINATORS
+from star.evaluation.audit import audit_scores, audit_table, hacking_audit, hacking_table, score_both
+from star.evaluation.config import DEFAULTS, SPLIT_DENOMINATORS, FormatterConfig
+from star.evaluation.evaluator import aggregate
+from star.evaluation.llm_formatter import LLMFormatter
+from star.evaluation.lookup import Lookup
+from star.evaluation.plans_io import PlanFileError, match_plans, read_plan_lines
+from star.evaluation.queries import QueryError, load_queries
+from star.evaluation.rewards import REWARDS, compute_reward
+from star.sandbox.database import load_database
+from star.sandbox.rows import DatabaseError
 
 
 def add_arguments(parser) -> None:
@@ -29,8 +38,6 @@ def add_arguments(parser) -> None:
                         help="denominators: own plans (default) or an official split's fixed N/8N/H")
     parser.add_argument("--match", choices=("auto", "idx", "order"), default="auto",
                         help="pair plans with queries by idx, by line order, or decide from the file (auto)")
-    from star.evaluation.rewards import REWARDS
-
     parser.add_argument("--reward", choices=list(REWARDS), default=None,
                         help="score every plan with this reward too (per_plan[].reward and its mean)")
     parser.add_argument("--out", required=True, help="where to write the JSON report (written atomically)")
@@ -57,14 +64,6 @@ def evaluate_files(queries_path, plans_path, db_spec=None, mode: str = "strict",
                    match: str = "auto", progress: bool = True, formatter=None, reward: str | None = None) -> dict:
     """The report `star evaluate` writes (also usable from Python)."""
     from tqdm import tqdm
-
-    from star.evaluation.audit import audit_scores, hacking_audit, score_both
-    from star.evaluation.evaluator import aggregate
-    from star.evaluation.rewards import REWARDS, compute_reward
-    from star.evaluation.lookup import Lookup
-    from star.evaluation.plans_io import match_plans, read_plan_lines
-    from star.evaluation.queries import load_queries
-    from star.sandbox.database import load_database
 
     queries = load_queries(queries_path)
     lines = read_plan_lines(plans_path, formatter)
@@ -106,15 +105,8 @@ def format_table(agg: dict) -> str:
 
 
 def run(args) -> int:
-    from star.evaluation.plans_io import PlanFileError
-    from star.evaluation.queries import QueryError
-    from star.sandbox.rows import DatabaseError
-
     formatter = None
     if args.formatter_url:
-        from star.evaluation.config import FormatterConfig
-        from star.evaluation.llm_formatter import LLMFormatter
-
         formatter = LLMFormatter(FormatterConfig(base_url=args.formatter_url, model=args.formatter_model))
     try:
         report = evaluate_files(args.queries, args.plans, args.db, args.mode, args.split, args.match,
@@ -129,8 +121,6 @@ def run(args) -> int:
     print(f"mode={args.mode} split={args.split} plans={agg['n']} matched_by={report['matched_by']} "
           f"bad_lines={len(report['errors'])} official_aborts={agg['aborted']}")
     print(format_table(agg))
-    from star.evaluation.audit import audit_table, hacking_table
-
     print("\nloophole audit (every plan scored in both evaluator modes):\n" + audit_table(report["audit"]))
     print("\n" + hacking_table(report["audit"]))
     if args.reward:

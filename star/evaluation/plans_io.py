@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from star.evaluation.llm_formatter import FormatterError
 from star.evaluation.plan import PlanParseError, parse_plan_text
 from star.jsonl import parse_lines
 
@@ -68,8 +69,6 @@ def read_plan_lines(path: str | Path, formatter=None) -> list[PlanLine]:
                 out.append(PlanLine(n, record.get("idx"), _plan_value(record["plan"])))
             except PlanParseError as exc:
                 if formatter is not None and isinstance(record["plan"], str):
-                    from star.evaluation.llm_formatter import FormatterError
-
                     try:
                         out.append(PlanLine(n, record.get("idx"), formatter.format(record["plan"], record.get("query"))))
                         continue

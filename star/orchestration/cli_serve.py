@@ -22,6 +22,10 @@ import sys
 import time
 from pathlib import Path
 
+from star.config import resolve
+from star.params_io import PROJECT_DIR
+from star.tracking.mlflow_logging import TELEMETRY_OFF, Tracker, default_tracking_uri, ui_url
+
 SERVICES = ("prefect-server", "prefect-worker", "mlflow-ui")
 PROFILE_NOTE = "prefect-profile.json"
 
@@ -169,10 +173,6 @@ def follow(project: Path, poll: float = 0.5) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from star.config import resolve
-    from star.params_io import PROJECT_DIR
-    from star.tracking.mlflow_logging import TELEMETRY_OFF, Tracker, default_tracking_uri, ui_url
-
     project = PROJECT_DIR
     if args.stop:
         return stop(project)

@@ -22,8 +22,22 @@ import sys
 import time
 from pathlib import Path
 
-from star.tracking.mlflow_logging import (DVC_LOCK, GIT_COMMIT, KIND, PARAMS_DIGEST, PARENT_ENV, PROFILE, STAGE,
-                                          PROJECT_DIR, quiet_telemetry, read_jsonl)
+from star.config import validate_sections
+from star.params_io import ConfigError
+from star.tracking.config import TrackingConfig
+from star.tracking.mlflow_logging import (
+    DVC_LOCK,
+    KIND,
+    PARAMS_DIGEST,
+    PARENT_ENV,
+    PROFILE,
+    PROJECT_DIR,
+    STAGE,
+    Tracker,
+    provenance_tags,
+    quiet_telemetry,
+    read_jsonl,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,8 +99,6 @@ def _pipeline_parent(tracker, params: dict, params_path: str) -> str:
 
 
 def tracker_tags(tracker) -> dict:
-    from star.tracking.mlflow_logging import provenance_tags
-
     return provenance_tags()
 
 
@@ -167,9 +179,6 @@ def run(args: argparse.Namespace) -> int:
     params = _load_params(args.params)
     sections = [s for s in args.sections.split(",") if s]
     try:
-        from star.config import validate_sections
-        from star.params_io import ConfigError
-
         validate_sections(params, sections, args.params)
     except ConfigError as exc:
         print(f"stage {args.stage}: {exc}\n(DVC removed this stage's outputs before running it: "
@@ -177,9 +186,6 @@ def run(args: argparse.Namespace) -> int:
         return 2
     tracker = run_id = None
     try:
-        from star.tracking.config import TrackingConfig
-        from star.tracking.mlflow_logging import Tracker
-
         tracking = TrackingConfig.model_validate(params.get("tracking") or {})
         tracker = Tracker(tracking, Path(args.project_dir))
         parent = os.environ.get(PARENT_ENV) or _pipeline_parent(tracker, params, args.params)

@@ -26,7 +26,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator
 
+from star.orchestration.stage_guard import group_members, stop_group
+from star.orchestration.workspace_hold import note
+from star.params_io import write_yaml
 from star.tracking.mlflow_logging import PROJECT_DIR
+from star.training.deepspeed_setup import child_env
 
 # What `dvc repro` prints for a stage it did not run (stable across DVC 3.x).
 _RESTORED = "is cached - skipping run"
@@ -42,8 +46,6 @@ STOPPING = threading.Event()  # set when this process's run is being stopped: no
 def stop_active_stages() -> list[str]:
     """Stop every stage process group this process started (cancellation, a dead worker); their
     `repro` calls then fail with the guard's line. Returns the workspaces that had one running."""
-    from star.orchestration.stage_guard import stop_group
-
     STOPPING.set()
     with _ACTIVE_LOCK:
         groups = dict(ACTIVE_GROUPS)
@@ -55,8 +57,6 @@ def stop_active_stages() -> list[str]:
 def stop_leftover_stage(pgid: int, workspace: Path) -> bool:
     """Stop a stage process group a dead run left behind, if its processes still work in `workspace`
     (the check keeps a reused group id of an unrelated process safe)."""
-    from star.orchestration.stage_guard import group_members, stop_group
-
     here = str(Path(workspace).resolve())
     for pid in group_members(int(pgid)):
         try:
@@ -208,8 +208,6 @@ class Workspace:
     # ------------------------------------------------------------------------------ setup
     def prepare(self, params: dict, commit: str) -> "Workspace":
         """Check out `commit` here (a new worktree, or the existing one moved to it) and write params.yaml."""
-        from star.params_io import write_yaml
-
         if self.path.exists() and not (self.path / ".git").exists():
             shutil.rmtree(self.path)  # not a worktree (an older layout): start clean
         with self._project_lock():  # runs side by side share the project's git directory
@@ -230,8 +228,6 @@ class Workspace:
         return self
 
     def _env(self) -> dict[str, str]:
-        from star.training.deepspeed_setup import child_env
-
         env = {**child_env(dict(os.environ)), **self.env}
         # The stages import this workspace's code, not the project's (which may have moved on).
         env["PYTHONPATH"] = os.pathsep.join([str(self.path), *[p for p in [env.get("PYTHONPATH", "")] if p]])
@@ -260,8 +256,6 @@ class Workspace:
         process dies; `on_start(pgid)` hears the group's id (the workspace hold records it)."""
         start = time.time()
         def started(pgid: int) -> None:
-            from star.orchestration.workspace_hold import note
-
             note(self.hold_record, stage=stage, pgid=pgid)
             if on_start:
                 on_start(pgid)
@@ -295,8 +289,6 @@ class Workspace:
             out, _ = proc.communicate()
             return out.strip(), proc.returncode
         except BaseException:  # this thread is being torn down (cancellation): take the stage with it
-            from star.orchestration.stage_guard import stop_group
-
             stop_group(proc.pid)
             raise
         finally:

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import argparse
 
+from star.evaluation.queries import load_queries
+from star.policy_eval.paired import compare, headline_row, read_episodes, write
+from star.sandbox.database import load_database
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--before", required=True, help="eval-agent output directory of the first model")
@@ -23,10 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from star.policy_eval.paired import compare, headline_row, read_episodes, write
-    from star.evaluation.queries import load_queries
-    from star.sandbox.database import load_database
-
     try:
         before, after = read_episodes(args.before), read_episodes(args.after)
         result = compare(before, after, load_queries(args.queries), load_database(args.db), tuple(args.names),

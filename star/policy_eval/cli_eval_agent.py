@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import argparse
 
-from star.teachers.cli_teacher import optional_int
+from star.evaluation.queries import load_queries
 from star.policy_eval.config import EvalConfig
-
+from star.policy_eval.eval_agent import agent_config, journal_key, metric_table, metrics, run_policy, write_outputs
+from star.rollout.backends.openai_http import OpenAIBackend
+from star.rollout.backends.select import load_backend
+from star.rollout.base import SamplingParams
+from star.rollout.journal import EpisodeJournal
+from star.sandbox.database import load_database
+from star.teachers.cli_teacher import optional_int, run_teacher
+from star.teachers.llm import LLMTeacher
+from star.training.config import resolve_config
 
 # Flags that set an EvalConfig field; left out, the field comes from --config's `eval` section, else its default.
 FIELD_FLAGS = ("temperature", "top_p", "max_context", "max_new_tokens", "tool_budget", "days", "limit", "samples",
@@ -52,8 +60,6 @@ def eval_config(args) -> EvalConfig:
     """--config's `eval` section, then the flags given; the query file names the split."""
     from pathlib import Path
 
-    from star.training.config import resolve_config
-
     cfg = resolve_config(EvalConfig, "eval", None, args.config)
     given = {name: getattr(args, name) for name in FIELD_FLAGS if getattr(args, name) is not None}
     if "limit" in given:  # `--limit none` (DVC renders a null so) means every query, over the config's limit
@@ -63,10 +69,6 @@ def eval_config(args) -> EvalConfig:
 
 def run(args) -> int:
     from pathlib import Path
-
-    from star.policy_eval.eval_agent import agent_config, metric_table, metrics, run_policy, write_outputs
-    from star.evaluation.queries import load_queries
-    from star.sandbox.database import load_database
 
     cfg = eval_config(args)
     queries = load_queries(args.queries)
@@ -82,15 +84,10 @@ def run(args) -> int:
     progress = not args.quiet
     journal = None
     if args.checkpoints:
-        from star.policy_eval.eval_agent import journal_key
-        from star.rollout.journal import EpisodeJournal
-
         journal = EpisodeJournal(args.checkpoints, journal_key(args.model, queries, args.db, cfg))
         if not args.resume:
             journal.remove()  # without --resume a run starts over
     if args.model.startswith(("http://", "https://")):
-        from star.rollout.backends.openai_http import OpenAIBackend
-
         tokenizer = None
         if args.tokenizer:
             from transformers import AutoTokenizer
@@ -104,10 +101,6 @@ def run(args) -> int:
             if journal is not None:
                 raise SystemExit("star eval-agent: --checkpoints needs a local model or --tokenizer (token-id "
                                  "episodes); a chat-only endpoint runs without a journal")
-            from star.teachers.cli_teacher import run_teacher
-            from star.teachers.llm import LLMTeacher
-            from star.rollout.base import SamplingParams
-
             teacher = LLMTeacher(backend, db, agent_config(cfg), SamplingParams(
                 temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens))
             trajectories = run_teacher(teacher, queries, cfg.samples, cfg.seed, workers=cfg.batch,
@@ -116,8 +109,6 @@ def run(args) -> int:
         if not Path(args.model).is_dir():
             raise SystemExit(f"star eval-agent: --model {args.model!r} is neither a directory nor an http(s) URL")
         import torch
-
-        from star.rollout.backends.select import load_backend
 
         if (args.device or "cpu") == "cpu":
             torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)))

@@ -13,9 +13,16 @@ import json
 from pathlib import Path
 
 from star.agent.config import AgentConfig
-from star.policy_eval.config import EvalConfig
 from star.agent.trajectory import Trajectory, write_jsonl, write_trajectories
+from star.evaluation.audit import audit_scores, audit_table, hacking_audit, hacking_table, score_both
+from star.evaluation.evaluator import MODES, aggregate
+from star.evaluation.lookup import Lookup
+from star.evaluation.rewards import REWARDS, MissingScore, compute_reward
+from star.policy_eval.config import EvalConfig
+from star.rollout.config import RolloutConfig
+from star.rollout.engine import RolloutEngine
 from star.sandbox.rows import Database
+from star.training.checkpoint import fingerprint
 
 METRIC_COLUMNS = [("delivery_rate", "delivery"), ("commonsense_micro", "cs micro"), ("commonsense_macro", "cs macro"),
                   ("hard_micro", "hard micro"), ("hard_macro", "hard macro"), ("success_rate", "success")]
@@ -29,9 +36,6 @@ def agent_config(cfg: EvalConfig) -> AgentConfig:
 def run_policy(backend, db: Database, queries: list[dict], cfg: EvalConfig, max_batch: int = 8,
                progress: bool = True, agent_name: str = "policy", journal=None) -> list[Trajectory]:
     """`journal` (an EpisodeJournal): episodes it holds are kept, each new one is appended as it ends."""
-    from star.rollout.config import RolloutConfig
-    from star.rollout.engine import RolloutEngine
-
     rc = RolloutConfig(max_batch=max_batch, max_in_flight=max(2 * max_batch, 1), temperature=cfg.temperature,
                        top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens, seed=cfg.seed, progress=progress)
     engine = RolloutEngine(backend, db, agent_config(cfg), rc, agent_name=agent_name)
@@ -49,8 +53,6 @@ def run_policy(backend, db: Database, queries: list[dict], cfg: EvalConfig, max_
 def journal_key(model: str, queries: list[dict], db_spec: str | None, cfg: EvalConfig) -> str:
     """What a journal must share with a run to resume it: the model's files (or endpoint), the queries, the
     database and every eval setting but how many episodes decode together."""
-    from star.training.checkpoint import fingerprint
-
     return fingerprint(model, {"model": model, "queries": queries, "db": db_spec}, cfg.model_dump(), skip={"batch"})
 
 
@@ -58,11 +60,6 @@ def metrics(trajectories: list[Trajectory], queries: list[dict], db: Database, m
     """The evaluator's aggregate over the trajectories' plans in `mode` (plus finish reasons), and the
     loophole audit: every plan scored in both modes (flat `official_*` / `strict_*` / `loophole_gap*` keys)."""
     from collections import Counter
-
-    from star.evaluation.audit import audit_scores, hacking_audit, score_both
-    from star.evaluation.evaluator import MODES, aggregate
-    from star.evaluation.lookup import Lookup
-    from star.evaluation.rewards import REWARDS, MissingScore, compute_reward
 
     if mode not in MODES:
         raise ValueError(f"unknown evaluator mode {mode!r}; expected one of {MODES}")
@@ -97,12 +94,8 @@ def metric_table(m: dict) -> str:
         lines.append(f"| {lvl} | {r['n']} | " + " | ".join(f"{100 * r[k]:.1f}" for k, _ in METRIC_COLUMNS) + " |")
     lines += ["", "finish reasons: " + ", ".join(f"{k}: {v}" for k, v in sorted(m.get("finish_reasons", {}).items()))]
     if "loophole_gap" in m:
-        from star.evaluation.audit import audit_table
-
         lines += ["", "loophole audit (every plan scored in both evaluator modes):", "", audit_table(m)]
     if "hacked_rate" in m:
-        from star.evaluation.audit import hacking_table
-
         lines += ["", hacking_table(m)]
     if m.get("mean_reward"):
         lines += ["", "mean reward per episode: " + ", ".join(f"{k} {v:.3f}" for k, v in m["mean_reward"].items())]

@@ -16,9 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from star.agent.env import score_plan
 from star.evaluation.audit import HACK_FLAGS, HACK_LABELS, hack_flags
 from star.evaluation.evaluator import MODES
 from star.evaluation.rewards import REWARDS as REWARD_REGISTRY
+from star.evaluation.rewards import compute_reward
+from star.jsonl import atomic_write_text, read_jsonl
+from star.plots import save_figure
+from star.stats import paired_difference
 
 HEADLINE = ("reward_sum", "delivered", "cs_micro", "cs_macro", "hard_micro", "hard_macro", "success")
 BEHAVIOUR = ("tool_calls", "policy_tokens", "answer", "context_overflow", "call_budget", "format_error")
@@ -50,8 +55,6 @@ class Episode:
 
 def read_episodes(path: str | Path) -> list[dict]:
     """An eval-agent output directory (or its trajectories.jsonl) as records; a clear error when missing."""
-    from star.jsonl import read_jsonl
-
     p = Path(path)
     f = p / "trajectories.jsonl" if p.is_dir() else p
     if not f.is_file():
@@ -61,9 +64,6 @@ def read_episodes(path: str | Path) -> list[dict]:
 
 def episode_values(traj: dict, query: dict, db) -> Episode:
     """Every compared value of one episode; plans re-scored under both evaluator modes."""
-    from star.agent.env import score_plan
-    from star.evaluation.rewards import compute_reward
-
     reason = traj.get("finish_reason", "")
     values: dict[str, float] = {}
     for mode in MODES:
@@ -100,8 +100,6 @@ def compare(before: list[dict], after: list[dict], queries: list[dict], db,
     """The paired comparison as a JSON-ready dict: `rows` (one per value: before, after, diff, s.e., z, queries
     better / worse), grouped into headline / reward / checks / behaviour per mode, and `by_level`."""
     from tqdm.auto import tqdm
-
-    from star.stats import paired_difference
 
     by_id = {str(q.get("id", q.get("idx", i))): q for i, q in enumerate(queries)}
     missing = sorted({str(t["query_id"]) for t in before + after} - set(by_id))
@@ -203,8 +201,6 @@ def plot(result: dict, path: str | Path, mode: str = "official") -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from star.plots import save_figure
-
     m = result["modes"][mode]
     behaviour = [r for r in result["behaviour"] if r["key"] not in ("tool_calls", "policy_tokens")]
     panels = [("metrics", m["headline"] + m["rewards"][1:]), ("constraints", m["checks"]), ("how episodes end",
@@ -248,8 +244,6 @@ def flat_metrics(result: dict) -> dict[str, float]:
 
 
 def write(result: dict, out_dir: str | Path) -> dict[str, Path]:
-    from star.jsonl import atomic_write_text
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {"json": out / "compare.json", "md": out / "compare.md", "metrics": out / "metrics.json"}

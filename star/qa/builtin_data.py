@@ -16,6 +16,7 @@ from pathlib import Path
 
 from star.qa.config import BuiltinDataConfig
 from star.qa.corpus import Passage, load_corpus, write_corpus, write_jsonl
+from star.sandbox.database import load_database
 
 BUILTIN_NAME = "world"
 """Dataset name of the built-in QA set in the loader registry."""
@@ -201,8 +202,6 @@ def build_questions(db, n: int = BuiltinDataConfig().questions, seed: int = Buil
 
 def write_builtin(out_dir: str | Path, config: BuiltinDataConfig | None = None) -> dict[str, Path]:
     """Write `corpus.jsonl` (wiki-18 layout) and `world.jsonl` (the QA set, FlashRAG layout) into `out_dir`."""
-    from star.sandbox.database import load_database
-
     config = config or BuiltinDataConfig()
     db = load_database(config.db)
     out_dir = Path(out_dir)
@@ -216,8 +215,6 @@ def resolve_corpus(spec: str, default_db: str | None = None) -> list[Passage]:
 
     Plain `builtin` uses `default_db` (the built-in QA set's database), else BuiltinDataConfig's."""
     if spec == "builtin" or spec.startswith("builtin:"):
-        from star.sandbox.database import load_database
-
         db_spec = spec.partition(":")[2] or default_db or BuiltinDataConfig().db
         return build_encyclopedia(load_database(db_spec))
     return load_corpus(spec)

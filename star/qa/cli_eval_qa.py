@@ -15,12 +15,14 @@ import sys
 from pathlib import Path
 
 from star.qa.config import PAPER_DATASETS, QAConfig
+from star.qa.evaluate import evaluate_ood, load_datasets
+from star.qa.report import load_results, plot_table2, table2_markdown
+from star.qa.retrieval import retrieval_recall, retriever_for
+from star.teachers.cli_teacher import optional_int as parse
 
 
 def optional_int(text: str) -> int | None:
     """An int, or None for 'none' / 'null' / '' (DVC renders a YAML null as 'None')."""
-    from star.teachers.cli_teacher import optional_int as parse
-
     return parse(text)
 
 
@@ -68,9 +70,6 @@ def config_from_args(args: argparse.Namespace) -> QAConfig:
 
 
 def _print_recall(config: QAConfig) -> None:
-    from star.qa.evaluate import load_datasets
-    from star.qa.retrieval import retrieval_recall, retriever_for
-
     datasets = load_datasets(config.datasets, config.limit, config.builtin)  # bad input fails before any output
     retriever = retriever_for(config.corpus, config.retrieval, config.builtin.db)
     k = config.retrieval.top_k
@@ -108,8 +107,6 @@ def run(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(max(1, min(torch.get_num_threads(), 4)))
-        from star.qa.evaluate import evaluate_ood
-
         results = evaluate_ood(args.model, args.out, config, model_name=args.name, progress=not args.no_progress)
     except ValueError as exc:  # every bad-input error of the package is a ValueError subclass
         print(f"star eval-qa: {exc}", file=sys.stderr)
@@ -125,8 +122,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from star.qa.report import load_results, plot_table2, table2_markdown
-
     if not args.out:
         print("star eval-qa --merge: --out is required", file=sys.stderr)
         return 2

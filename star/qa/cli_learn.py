@@ -17,6 +17,13 @@ import json
 import sys
 from pathlib import Path
 
+from star.jsonl import read_jsonl
+from star.qa import learn
+from star.qa.config import LearnConfig
+from star.qa.report import plot_before_after
+from star.training.config import resolve_config
+from star.training.rl_config import GRPOConfig
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("step", choices=["data", "grpo", "evaluate", "compare"], help="which step to run")
@@ -36,8 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _learn_config(path: str | None, sets: list[str]):
     import yaml
-
-    from star.qa.config import LearnConfig
 
     data: dict = {}
     if path:
@@ -67,18 +72,12 @@ def _need(args, *names: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from star.jsonl import read_jsonl
-    from star.qa import learn
-
     try:
         cfg = _learn_config(args.config, args.set)
         out = Path(args.out)
         if args.step == "data":
             result = learn.write_data(cfg, out)
         elif args.step == "grpo":
-            from star.training.config import resolve_config
-            from star.training.rl_config import GRPOConfig
-
             _need(args, "model", "queries")
             rl = resolve_config(GRPOConfig, "rl", None, args.config)
             summary = learn.train(args.model, read_jsonl(args.queries), out, rl, cfg, progress=not args.quiet)
@@ -97,8 +96,6 @@ def run(args: argparse.Namespace) -> int:
             kinds = learn.compare_by_kind(b_eps, a_eps, read_jsonl(args.questions)) if args.questions else None
             out.mkdir(parents=True, exist_ok=True)
             if kinds is not None:
-                from star.qa.report import plot_before_after
-
                 table += "\nBy question kind (largest gain first):\n\n" + learn.by_kind_table(kinds)
                 result = {**result, "by_kind": kinds}
                 plot_before_after(result, kinds, out / "compare.png")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from star.qa.builtin_data import write_builtin
 from star.qa.config import BuiltinDataConfig
 
 
@@ -20,8 +21,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
-
-    from star.qa.builtin_data import write_builtin
 
     try:
         config = BuiltinDataConfig(db=args.world_db, questions=args.world_questions)

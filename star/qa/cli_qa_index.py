@@ -10,6 +10,7 @@ import json
 import sys
 
 from star.qa.config import QAConfig
+from star.qa.retrieval import build_index
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,8 +25,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
-
-    from star.qa.retrieval import build_index
 
     try:
         config = QAConfig.model_validate({

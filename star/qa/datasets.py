@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from star.qa.builtin_data import BUILTIN_NAME, BuiltinDataConfig
+from star.qa.builtin_data import BUILTIN_NAME, BuiltinDataConfig, build_questions
+from star.sandbox.database import load_database
 
 
 class DatasetError(ValueError):
@@ -332,9 +333,6 @@ def load_qa(spec: str, *, limit: int | None = None, name: str | None = None, sou
     `name` sets the dataset name of a file (default: matched from the file name, else its stem);
     `builtin` sets the built-in set's database, size and seed (DB in the spec wins)."""
     if spec == BUILTIN_NAME or spec.startswith(BUILTIN_NAME + ":"):
-        from star.qa.builtin_data import build_questions
-        from star.sandbox.database import load_database
-
         cfg = builtin or BuiltinDataConfig()
         db_spec = spec.partition(":")[2] or cfg.db
         examples = [dict(e, dataset=BUILTIN_NAME) for e in build_questions(load_database(db_spec), cfg.questions, cfg.seed)]

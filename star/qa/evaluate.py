@@ -21,21 +21,21 @@ import time
 from pathlib import Path
 from statistics import mean
 
+from star.agent.config import AgentConfig
 from star.qa.config import BuiltinDataConfig, QAConfig
 from star.qa.corpus import write_jsonl
 from star.qa.datasets import QADataset, load_qa, split_by_dataset
 from star.qa.env import QAEnv, em_reward
 from star.qa.report import table2_markdown
 from star.qa.retrieval import Retriever, retrieval_recall, retriever_for
+from star.rollout.backends import TransformersBackend
+from star.rollout.config import RolloutConfig
+from star.rollout.engine import RolloutEngine
 
 
 def run_episodes(backend, examples: list[dict], retriever: Retriever, config: QAConfig | None = None,
                  agent_name: str = "policy", progress: bool = True) -> list:
     """One episode per example through the rollout engine; returns Trajectory records in order."""
-    from star.agent.config import AgentConfig
-    from star.rollout.config import RolloutConfig
-    from star.rollout.engine import RolloutEngine
-
     config = config or QAConfig()
     ep = config.episode
     agent_cfg = AgentConfig(tool_budget=max(1, ep.max_turns - 1), max_context=ep.max_context)
@@ -131,8 +131,6 @@ def evaluate_ood(model, out_dir: str | Path, config: QAConfig | None = None, *, 
     datasets = load_datasets(config.datasets, config.limit, config.builtin)
     retriever = retriever_for(config.corpus, config.retrieval, config.builtin.db)
     if backend is None:
-        from star.rollout.backends import TransformersBackend
-
         backend = TransformersBackend.from_pretrained(str(model), max_batch=config.episode.batch_size)
     name = model_name or (Path(str(model)).name if model is not None else "policy")
     per_dataset: dict[str, dict] = {}

@@ -22,9 +22,18 @@ import random
 import statistics
 from pathlib import Path
 
+from star.agent.config import AgentConfig
+from star.qa.builtin_data import build_questions
 from star.qa.config import LearnConfig
 from star.qa.corpus import write_jsonl
 from star.qa.env import QAEnv, em_reward
+from star.qa.retrieval import retriever_for
+from star.rollout.backends.select import load_backend, resolve_backend
+from star.rollout.config import RolloutConfig
+from star.rollout.engine import RolloutEngine
+from star.sandbox.database import load_database
+from star.stats import paired_difference
+from star.training.grpo import train_grpo
 
 SPLITS = ("sft", "rl", "heldout")
 
@@ -32,9 +41,6 @@ SPLITS = ("sft", "rl", "heldout")
 # -- data ------------------------------------------------------------------------------------------
 def split_questions(cfg: LearnConfig) -> dict[str, list[dict]]:
     """Disjoint slices of one seeded shuffle of the world's questions."""
-    from star.qa.builtin_data import build_questions
-    from star.sandbox.database import load_database
-
     sizes = {"sft": cfg.sft_questions, "rl": cfg.rl_questions, "heldout": cfg.heldout_questions}
     need = sum(sizes.values())
     if need > cfg.questions:
@@ -51,8 +57,6 @@ def split_questions(cfg: LearnConfig) -> dict[str, list[dict]]:
 
 
 def retriever(cfg: LearnConfig):
-    from star.qa.retrieval import retriever_for
-
     return retriever_for(f"builtin:{cfg.db}", cfg.retrieval, cfg.db)
 
 
@@ -126,8 +130,6 @@ def write_data(cfg: LearnConfig, out_dir: str | Path) -> dict:
 # -- GRPO --------------------------------------------------------------------------------------------
 def train(model_dir, queries: list[dict], out, rl_cfg, cfg: LearnConfig, progress: bool = True) -> dict:
     """GRPO on the QA task: the TravelPlanner trainer with the QA env; reward = the env's success (EM)."""
-    from star.training.grpo import train_grpo
-
     if rl_cfg.reward != "success":
         raise ValueError(f"learn: the QA task scores exact match only; set rl.reward to success, not {rl_cfg.reward!r}")
     search = retriever(cfg)
@@ -139,11 +141,6 @@ def train(model_dir, queries: list[dict], out, rl_cfg, cfg: LearnConfig, progres
 def evaluate(model_dir, questions: list[dict], out, cfg: LearnConfig, name: str | None = None,
              progress: bool = True) -> dict:
     """`eval_samples` episodes per held-out question at the evaluation temperature; episodes.jsonl + summary.json."""
-    from star.agent.config import AgentConfig
-    from star.rollout.backends.select import load_backend, resolve_backend
-    from star.rollout.config import RolloutConfig
-    from star.rollout.engine import RolloutEngine
-
     import torch
 
     if cfg.torch_threads:
@@ -193,8 +190,6 @@ def _se(xs: list[float]) -> float:
 def compare(before: list[dict], after: list[dict]) -> dict:
     """Paired over (question, sample seed): the after-minus-before EM per question (mean over its samples),
     its mean, standard error over questions, and z = mean / s.e."""
-    from star.stats import paired_difference
-
     try:
         r = paired_difference(before, after, lambda rec: rec["em"])
     except ValueError as exc:

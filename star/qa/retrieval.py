@@ -22,8 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from star.qa.builtin_data import resolve_corpus
 from star.qa.config import RetrievalConfig
 from star.qa.corpus import Passage, corpus_digest, load_corpus, write_corpus
+from star.qa.metrics import has_answer, support_recall
 
 
 class RetrieverUnavailable(ValueError):
@@ -318,8 +320,6 @@ def retrieval_recall(retriever: Retriever, examples: list[dict], k: int = 5) -> 
     """Recall@k on QA records: `support_recall` (share of supporting passages retrieved, when the
     records carry metadata.supporting_ids), `support_hit` (any of them retrieved) and `answer_recall`
     (a golden answer occurs in a top-k passage, the DPR measure), querying with the question text."""
-    from star.qa.metrics import has_answer, support_recall
-
     if not examples:
         raise ValueError("retrieval_recall: no examples")
     results = retriever.batch_search([e["question"] for e in examples], k)
@@ -347,8 +347,6 @@ def is_index_dir(spec: str | Path) -> bool:
 
 def retriever_for(corpus: str, config: RetrievalConfig | None = None, default_db: str | None = None) -> Retriever:
     """`corpus` = an index directory (as `build_index` writes), `builtin[:DB]`, or a corpus file."""
-    from star.qa.builtin_data import resolve_corpus
-
     config = config or RetrievalConfig()
     if is_index_dir(corpus):
         return open_index(corpus, config)
@@ -359,8 +357,6 @@ def build_index(corpus: str, out_dir: str | Path, config: RetrievalConfig | None
                 default_db: str | None = None) -> Path:
     """The corpus + index stage: a self-contained index directory at `out_dir` (DVC output), written
     atomically (built beside it, then renamed over any previous one)."""
-    from star.qa.builtin_data import resolve_corpus
-
     config = config or RetrievalConfig()
     passages = resolve_corpus(corpus, default_db)
     retriever = load_retriever(passages, config, cache=False)

@@ -6,10 +6,10 @@ import argparse
 import json
 import sys
 
+from star.quality.config import DEFAULTS as D
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from star.quality.config import DEFAULTS as D
-
     parser.add_argument("kind", choices=["queries", "trajectories", "eval"], help="which suite to run")
     parser.add_argument("path", help="the file to check (JSONL; eval also takes a metrics JSON)")
     parser.add_argument("--against", nargs="*", default=[],
@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from star.quality.runner import check_file
+    from star.quality.runner import check_file  # lazy: pulls pandas
 
     opts = {}
     if args.kind == "queries":

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from star.jsonl import read_jsonl
 from star.quality.config import DEFAULTS
-from star.quality.suites import Expect
+from star.quality.suites import Expect, eval_suite, queries_suite, trajectories_suite
 
 
 @dataclass
@@ -132,30 +133,22 @@ KINDS = ("queries", "trajectories", "eval")
 
 
 def read_records(path: str | Path) -> list[dict]:
-    from star.jsonl import read_jsonl
-
     return read_jsonl(path)
 
 
 def check_queries(records: list[dict], against: list[dict] | None = None, ratio: str | None = DEFAULTS.ratio,
                   tolerance: float = DEFAULTS.tolerance, min_rows_for_ratio: int = DEFAULTS.min_rows_for_ratio
                   ) -> SuiteReport:
-    from star.quality.suites import queries_suite
-
     return run_suite("queries", *queries_suite(records, against, ratio, tolerance, min_rows_for_ratio))
 
 
 def check_trajectories(records: list[dict], against: list[dict] | None = None,
                        tool_budget: int = DEFAULTS.tool_budget,
                        require_success: bool = DEFAULTS.require_success) -> SuiteReport:
-    from star.quality.suites import trajectories_suite
-
     return run_suite("trajectories", *trajectories_suite(records, against, tool_budget, require_success))
 
 
 def check_eval(obj) -> SuiteReport:
-    from star.quality.suites import eval_suite
-
     return run_suite("eval", *eval_suite(obj))
 
 

@@ -16,6 +16,7 @@ from datetime import date, timedelta
 
 import pandas as pd
 
+from star.evaluation.queries import parse_ratio
 from star.quality.config import DEFAULTS
 from star.sandbox.rows import CUISINES, HOUSE_RULES
 
@@ -170,8 +171,6 @@ def queries_suite(records: list[dict], against: list[dict] | None = None, ratio:
                "no query (id, elements or text) also appears in the other file"),
     ]
     if ratio and len(records) >= min_rows_for_ratio:
-        from star.evaluation.queries import parse_ratio
-
         target = dict(zip(LEVELS, parse_ratio(ratio)))
         share = df["level"].value_counts(normalize=True).to_dict() if "level" in df else {}
         df["level_share_deviation"] = df.get("level", pd.Series(dtype=object)).map(
@@ -195,7 +194,7 @@ SFT_COLUMNS = ("query_id", "messages", "tool_calls")
 def _turn_kind(text: str) -> str:
     """tool_call | answer | format_error, by the agent's own turn parser when it is installed."""
     try:
-        from star.agent.turns import parse_turn
+        from star.agent.turns import parse_turn  # lazy: optional, its ImportError has a fallback
     except ImportError:  # the agent package is optional for this suite
         m = _FALLBACK_TURN.fullmatch(text or "")
         return "format_error" if not m else ("answer" if m.group(1).startswith("<answer>") else "tool_call")

@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 
 from star import stats
-from star.report.load import VariantResult
-from star.report.metrics import HEADLINE, LOOPHOLE_GAP, ReportError, per_query_metrics
+from star.evaluation.rewards import DEFAULT_CURRICULUM, REWARDS, SCHEDULED
 from star.report import paper_results as paper
 from star.report.config import ReportConfig
+from star.report.load import VariantResult
+from star.report.metrics import HEADLINE, LOOPHOLE_GAP, ReportError, per_query_metrics
 
 
 @dataclass
@@ -39,8 +40,6 @@ class Report:
 def _scoring_reward(cfg: ReportConfig, variants: list[VariantResult], baseline: str) -> str:
     """The one reward every variant's trajectories are scored with (so the mean rewards compare):
     the configured one, else the baseline's training reward (a curriculum's final stage), else sum."""
-    from star.evaluation.rewards import DEFAULT_CURRICULUM, REWARDS, SCHEDULED
-
     name = cfg.reward or next((v.reward for v in variants if v.name == baseline), None) or "sum"
     if name in SCHEDULED:
         name = DEFAULT_CURRICULUM[-1][1]

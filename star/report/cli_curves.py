@@ -15,6 +15,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from star.report.load import VariantResult, curves_from_steps
+from star.report.plot import plot_curves, pool_curves, trailing_mean
+from star.training.metrics import read_metrics
+
 DEFAULT_METRICS = ("reward_mean", "success_rate", "entropy")
 
 
@@ -33,10 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from star.report.load import VariantResult, curves_from_steps
-    from star.report.plot import plot_curves, pool_curves, trailing_mean
-    from star.training.metrics import read_metrics
-
     if args.smooth < 1:
         print(f"star curves: --smooth must be at least 1, got {args.smooth}", file=sys.stderr)
         return 2

@@ -13,11 +13,18 @@ import argparse
 import sys
 from pathlib import Path
 
+from star.ablations import load_ablation, overrides_label, part_name, run_dir_name, variant_slug
+from star.config import DEFAULT_PROFILE, resolve
+from star.params_io import PROJECT_DIR, ConfigError, parse_set
+from star.report.build import build_report
+from star.report.load import load_variant_dir
+from star.report.metrics import ReportError
+from star.report.write import log_report, write_report
+from star.tracking import mlflow_logging as ml
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ablation", help="ablation or grid name (params/ablations, params/grids)")
-    from star.config import DEFAULT_PROFILE
-
     parser.add_argument("--profile", default=DEFAULT_PROFILE, help="profile the ablation ran with (its runs/ folder)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="an override the ablation ran with (its runs/ folder and the report say so), repeatable")
@@ -33,14 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from star.ablations import load_ablation, overrides_label, part_name, run_dir_name, variant_slug
-    from star.config import resolve
-    from star.params_io import ConfigError, PROJECT_DIR, parse_set
-    from star.report.build import build_report
-    from star.report.load import load_variant_dir
-    from star.report.metrics import ReportError
-    from star.report.write import write_report
-
     try:
         overrides = {}
         if args.baseline:
@@ -87,9 +86,6 @@ def run(args: argparse.Namespace) -> int:
     print(files["markdown"].read_text())
     print(f"report written to {out}", file=sys.stderr)
     if args.mlflow and abl is not None:
-        from star.tracking import mlflow_logging as ml
-        from star.report.write import log_report
-
         tracker = ml.Tracker(cfg["tracking"])
         parents = tracker.find_runs(f"tags.`{ml.KIND}` = 'ablation' and tags.`{ml.ABLATION}` = '{name}' "
                                     f"and tags.`{ml.PROFILE}` = '{args.profile}'")

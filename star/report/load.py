@@ -8,12 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from star.ablations import parse_variant_name
+from star.params_io import flatten
+from star.report import paper_results as paper
 from star.report.metrics import (
     ReportError,
     outcomes_from_trajectories,
     samples_from_trajectories,
 )
-from star.report import paper_results as paper
+from star.tracking.mlflow_logging import read_jsonl
 
 
 @dataclass
@@ -30,8 +33,6 @@ class VariantResult:
 
 
 def curves_from_steps(records: list[dict], step_key: str = "step") -> dict[str, list[tuple[int, float]]]:
-    from star.params_io import flatten
-
     curves: dict[str, list[tuple[int, float]]] = {}
     for i, r in enumerate(records):
         step = int(r.get(step_key, i))
@@ -63,9 +64,6 @@ def load_variant_dir(path: str | Path, name: str | None = None, levels: dict[str
     """A variant's run directory (as the `star` flow writes it):
     params.yaml, metrics/eval/rl/{metrics.json, trajectories.jsonl}, optional metrics/eval/{base,sft}/metrics.json,
     models/rl/steps.jsonl."""
-    from star.ablations import parse_variant_name
-    from star.tracking.mlflow_logging import read_jsonl
-
     root = Path(path)
     if not root.is_dir():
         raise ReportError(f"{root}: variant directory not found")

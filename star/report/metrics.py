@@ -7,6 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from star.evaluation.audit import hack_flags
+from star.evaluation.rewards import compute_reward
+
 # Aggregate keys of star.evaluation.evaluator.aggregate, shown in this order.
 AGGREGATE_KEYS = ("success_rate", "commonsense_micro", "commonsense_macro", "hard_micro", "hard_macro",
                   "delivery_rate")
@@ -35,14 +38,10 @@ class Metric:
 
 
 def _flagged(scores: dict) -> bool:
-    from star.evaluation.audit import hack_flags
-
     return hack_flags(scores)["hacked"]
 
 
 def _reward_value(scores: dict, finish_reason: str, reward: str) -> float:
-    from star.evaluation.rewards import compute_reward
-
     return compute_reward(reward, scores, finish_reason)
 
 

@@ -11,12 +11,11 @@ from star.report.load import VariantResult
 from star.report.metrics import HEADLINE, LOOPHOLE_GAP
 from star.report.plot import plot_curves, plot_metrics, plot_success
 from star.report.render import render_markdown
+from star.tracking.mlflow_logging import atomic_write_text
 
 
 def write_report(report: Report, variants: list[VariantResult], out_dir: str | Path) -> dict[str, Path]:
     """report.md and report.json always (a report of failures only too); the plots when a variant finished."""
-    from star.tracking.mlflow_logging import atomic_write_text
-
     out = Path(out_dir)
     files = {"markdown": atomic_write_text(out / "report.md", render_markdown(report, variants)),
              "json": atomic_write_text(out / "report.json", json.dumps(asdict(report), indent=1, default=str) + "\n")}

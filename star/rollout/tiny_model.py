@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from star.agent.prompt import system_prompt
+from star.sandbox.tools import TOOL_SPECS
+
 CHATML_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -16,9 +19,6 @@ SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
 def _corpus() -> list[str]:
-    from star.agent.prompt import system_prompt
-    from star.sandbox.tools import TOOL_SPECS
-
     texts = [system_prompt("compact"), system_prompt("official")]
     texts += [f'<think>I search.</think><tool_call>{{"name": "{s["name"]}", "arguments": {{}}}}</tool_call>'
               for s in TOOL_SPECS]

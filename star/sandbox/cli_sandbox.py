@@ -18,6 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from star.sandbox.database import load_database, resolve_db_spec
+from star.sandbox.rows import FILES, DatabaseError
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", default=None, help="database: a directory in the official layout, 'generated' or "
@@ -28,9 +31,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def export_database(spec: str | None, out: str | Path, summary_path: str | Path | None = None) -> dict:
     """Write database `spec` to `out` in the official layout and return (and write) its summary."""
-    from star.sandbox.database import load_database, resolve_db_spec
-    from star.sandbox.rows import FILES
-
     spec = resolve_db_spec(spec)
     db = load_database(spec)
     out = Path(out)
@@ -82,8 +82,6 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from star.sandbox.rows import DatabaseError
-
     try:
         summary = export_database(args.db, args.out, args.summary)
     except DatabaseError as exc:

@@ -12,6 +12,9 @@ import os
 import sys
 
 from star.sandbox.config import DEFAULTS
+from star.sandbox.database import load_database
+from star.sandbox.rows import DatabaseError
+from star.sandbox.tools import TOOL_SPECS, Toolbox
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,10 +39,6 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from star.sandbox.database import load_database
-    from star.sandbox.rows import DatabaseError
-    from star.sandbox.tools import TOOL_SPECS, Toolbox
-
     if args.specs:
         print(json.dumps(TOOL_SPECS, indent=2))
         return 0

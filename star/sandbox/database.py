@@ -13,9 +13,22 @@ import csv
 import os
 from pathlib import Path
 
-from star.sandbox.rows import (ACCOMMODATION_COLUMNS, ATTRACTION_COLUMNS, DISTANCE_COLUMNS, FILES, FLIGHT_COLUMNS,
-                               RESTAURANT_COLUMNS, Accommodation, Attraction, Database, DatabaseError, Distance,
-                               Flight, Restaurant)
+from star.sandbox.generated import generate_world
+from star.sandbox.rows import (
+    ACCOMMODATION_COLUMNS,
+    ATTRACTION_COLUMNS,
+    DISTANCE_COLUMNS,
+    FILES,
+    FLIGHT_COLUMNS,
+    RESTAURANT_COLUMNS,
+    Accommodation,
+    Attraction,
+    Database,
+    DatabaseError,
+    Distance,
+    Flight,
+    Restaurant,
+)
 
 # -- loading ------------------------------------------------------------------------------------
 
@@ -119,8 +132,6 @@ def load_database(spec: str | os.PathLike | None = None, *, cache: bool = True) 
     if cache and spec in _CACHE:
         return _CACHE[spec]
     if spec == "generated" or spec.startswith("generated:"):
-        from star.sandbox.generated import generate_world
-
         _, _, seed = spec.partition(":")
         try:
             seed_value = int(seed) if seed else 0

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from star.jsonl import write_jsonl
+from star.quality.config import DEFAULTS as Q
+from star.synthesis.config import SplitConfig
+from star.synthesis.pipeline import QueryFileError, read_query_file
+from star.synthesis.split import SplitError, split_queries
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from star.quality.config import DEFAULTS as Q
-    from star.synthesis.config import SplitConfig
-
     d = SplitConfig()
     parser.add_argument("validated", help="validated query JSONL")
     parser.add_argument("--out-dir", required=True, help="folder for sft_pool.jsonl, rl_train.jsonl, val.jsonl")
@@ -26,11 +29,6 @@ def run(args) -> int:
 
     from tqdm import tqdm
 
-    from star.synthesis.config import SplitConfig
-    from star.jsonl import write_jsonl
-    from star.synthesis.pipeline import QueryFileError, read_query_file
-    from star.synthesis.split import SplitError, split_queries
-
     try:
         cfg = SplitConfig(rl_size=args.rl_size, val_size=args.val_size, ratio=args.ratio, seed=args.seed)
         records = read_query_file(args.validated)
@@ -45,7 +43,7 @@ def run(args) -> int:
           + f" under {out}")
     if args.no_gx:
         return 0
-    from star.quality.runner import check_queries
+    from star.quality.runner import check_queries  # lazy: pulls pandas
 
     ok = True
     for name, ratio in (("val", cfg.ratio), ("rl_train", cfg.ratio), ("sft_pool", None)):

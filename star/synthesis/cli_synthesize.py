@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from star.jsonl import write_jsonl
+from star.params_io import load_yaml
+from star.sandbox.database import load_database
+from star.sandbox.rows import DatabaseError
+from star.synthesis.config import SynthesisConfig, TemplateConfig
+from star.synthesis.pipeline import synthesize
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from star.synthesis.config import SynthesisConfig
-
     d = SynthesisConfig()
     parser.add_argument("--n", type=int, required=True, help="number of certified queries to write")
     parser.add_argument("--seed", type=int, default=d.seed, help="seed of every random draw")
@@ -26,8 +31,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _section(path: str) -> dict:
     """The `synthesis:` mapping of a params file (or the whole file when it has no such key)."""
-    from star.params_io import load_yaml
-
     data = load_yaml(path)
     section = data.get("synthesis", data)
     if not isinstance(section, dict):
@@ -37,12 +40,6 @@ def _section(path: str) -> dict:
 
 def run(args) -> int:
     import time
-
-    from star.sandbox.database import load_database
-    from star.sandbox.rows import DatabaseError
-    from star.synthesis.config import SynthesisConfig, TemplateConfig
-    from star.jsonl import write_jsonl
-    from star.synthesis.pipeline import synthesize
 
     if args.n < 1:
         print("star synthesize: --n must be at least 1", file=sys.stderr)

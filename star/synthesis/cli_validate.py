@@ -5,11 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
+from star.jsonl import write_jsonl
+from star.quality.config import DEFAULTS as Q
+from star.sandbox.database import load_database
+from star.sandbox.rows import DatabaseError
+from star.synthesis.config import SynthesisConfig
+from star.synthesis.pipeline import QueryFileError, read_query_file
+from star.synthesis.validate import validate_record
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from star.quality.config import DEFAULTS as Q
-    from star.synthesis.config import SynthesisConfig
-
     parser.add_argument("pool", help="query JSONL to validate")
     parser.add_argument("--db", default=None, help="database (default $STAR_DB, else the generated world)")
     parser.add_argument("--out", required=True, help="validated JSONL (written atomically)")
@@ -26,12 +31,6 @@ def run(args) -> int:
     from pathlib import Path
 
     from tqdm import tqdm
-
-    from star.sandbox.database import load_database
-    from star.sandbox.rows import DatabaseError
-    from star.jsonl import write_jsonl
-    from star.synthesis.pipeline import QueryFileError, read_query_file
-    from star.synthesis.validate import validate_record
 
     try:
         db = load_database(args.db)
@@ -54,7 +53,7 @@ def run(args) -> int:
         print(f"  dropped line {d['line']} ({d['id']}): {'; '.join(d['problems'])[:300]}")
     report = None
     if not args.no_gx:
-        from star.quality.runner import check_queries
+        from star.quality.runner import check_queries  # lazy: pulls pandas
 
         ratio = None if str(args.ratio).lower() == "none" else args.ratio
         report = check_queries(kept, None, ratio, args.tolerance)

@@ -12,6 +12,7 @@ import os
 import random
 
 from star.synthesis.config import TemplateConfig
+from star.synthesis.templates import render_query
 
 SYSTEM = ("You turn structured travel requests into one natural, fluent user query for a travel-planning "
           "assistant. Mention every field exactly: origin, destination (for 5 or 7 days, the number of cities "
@@ -81,8 +82,6 @@ class LLMBackTranslator:
 
 def phrase(elements: dict, rng: random.Random, llm: LLMBackTranslator | None, check) -> tuple[str | None, str]:
     """(text, how): the LLM's text if it round-trips, else a template that does, else (None, 'roundtrip')."""
-    from star.synthesis.templates import render_query
-
     if llm is not None:
         text = llm.translate(elements)
         if text and not check(text):

@@ -7,21 +7,21 @@ seeded RNG, so the pool is the same for any number of workers.
 
 from __future__ import annotations
 
-from star.jsonl import read_jsonl
-
 import hashlib
 import json
 import random
 from pathlib import Path
 from typing import Callable, Iterable
 
+from star.jsonl import read_jsonl
+from star.sandbox.database import load_database
 from star.sandbox.rows import Database
+from star.synthesis.budget import draw_budget
 from star.synthesis.config import LEVELS, SynthesisConfig, parse_ratio
 from star.synthesis.elements import element_key, sample_elements
+from star.synthesis.llm_backtranslate import LLMBackTranslator, phrase
 from star.synthesis.roundtrip import mismatches, places_of
 from star.synthesis.solver import solve
-from star.synthesis.budget import draw_budget
-from star.synthesis.llm_backtranslate import LLMBackTranslator, phrase
 
 QUERY_FIELDS = ("org", "dest", "days", "visiting_city_number", "date", "people_number", "local_constraint",
                 "budget", "query", "level")
@@ -61,7 +61,7 @@ def query_id(q: dict) -> str:
 
 def evaluator_available() -> bool:
     try:
-        from star.evaluation.evaluator import evaluate_plan  # noqa: F401
+        from star.evaluation.evaluator import evaluate_plan  # noqa: F401  # lazy: optional, with a fallback
     except ImportError:
         return False
     return True
@@ -74,7 +74,7 @@ def certify(db: Database, query: dict, plan: list[dict]) -> list[str]:
     checked; `synthesize(stats=...)` reports which certification ran.
     """
     try:
-        from star.evaluation.evaluator import evaluate_plan
+        from star.evaluation.evaluator import evaluate_plan  # lazy: optional, its ImportError has a fallback
     except ImportError:
         return []
     problems = []
@@ -143,8 +143,6 @@ _WORKER: dict = {}
 
 
 def _worker_init(db_spec: str, cfg_json: str) -> None:
-    from star.sandbox.database import load_database
-
     _WORKER["db"] = load_database(db_spec)
     _WORKER["cfg"] = SynthesisConfig.model_validate_json(cfg_json)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from star.agent.trajectory import iter_trajectories, write_jsonl
 from star.teachers.config import SFTDataConfig
+from star.teachers.sft_data import report_table, select
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,9 +21,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     import json
     from pathlib import Path
-
-    from star.teachers.sft_data import report_table, select
-    from star.agent.trajectory import iter_trajectories, write_jsonl
 
     cfg = SFTDataConfig(tool_budget=args.tool_budget, require_success=not args.keep_failures)
     kept, report = select(iter_trajectories(args.rollouts), cfg)

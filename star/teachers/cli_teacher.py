@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 
 from star.agent.config import AgentConfig
+from star.agent.trajectory import write_trajectories
+from star.evaluation.queries import load_queries
+from star.rollout.backends.openai_http import OpenAIBackend
+from star.rollout.base import SamplingParams, derive_seed
+from star.rollout.engine import episode_list
+from star.sandbox.database import load_database
+from star.teachers.builtin import BuiltinTeacher
 from star.teachers.config import BuiltinTeacherConfig, TeacherConfig
+from star.teachers.llm import LLMTeacher
 
 
 def optional_int(text: str) -> int | None:
@@ -55,9 +63,6 @@ def run_teacher(teacher, queries: list[dict], samples: int, seed: int, workers: 
 
     from tqdm.auto import tqdm
 
-    from star.rollout.base import derive_seed
-    from star.rollout.engine import episode_list
-
     jobs = episode_list(queries, samples)
 
     def one(job):
@@ -100,10 +105,6 @@ def success_table(trajectories) -> str:
 
 
 def run(args) -> int:
-    from star.agent.trajectory import write_trajectories
-    from star.evaluation.queries import load_queries
-    from star.sandbox.database import load_database
-
     cfg = TeacherConfig(kind=args.teacher, samples=args.samples, queries=args.limit, seed=args.seed,
                         endpoint=args.endpoint, model=args.model, workers=args.workers,
                         max_new_tokens=args.max_new_tokens,
@@ -121,16 +122,10 @@ def run(args) -> int:
         from transformers import AutoTokenizer
         tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
     if cfg.kind == "builtin":
-        from star.teachers.builtin import BuiltinTeacher
-
         teacher, workers = BuiltinTeacher(db, agent, cfg.builtin, tokenizer=tokenizer), 1
     else:
         if not cfg.endpoint or not cfg.model:
             raise SystemExit("star teacher: --teacher openai needs --endpoint and --model")
-        from star.teachers.llm import LLMTeacher
-        from star.rollout.backends.openai_http import OpenAIBackend
-        from star.rollout.base import SamplingParams
-
         backend = OpenAIBackend(cfg.endpoint, cfg.model, tokenizer=tokenizer, api_key_env=args.api_key_env)
         teacher = LLMTeacher(backend, db, agent, SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p,
                                                                 max_new_tokens=cfg.max_new_tokens))

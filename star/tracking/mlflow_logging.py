@@ -12,8 +12,6 @@ Default backend: sqlite:///<project>/mlflow.db, artifacts under <project>/mlruns
 
 from __future__ import annotations
 
-from star.jsonl import atomic_write_text, read_jsonl  # noqa: F401  (used by the report too)
-
 import csv
 import hashlib
 import io
@@ -24,6 +22,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable
 
+from star.jsonl import atomic_write_text, read_jsonl  # noqa: F401  (used by the report too)
+from star.params_io import flatten
 from star.tracking.config import TrackingConfig
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
@@ -159,8 +159,6 @@ class Tracker:
         """Flattened params (rl.learning_rate …), in batches of 100 (the store's limit per call)."""
         from mlflow.entities import Param
 
-        from star.params_io import flatten
-
         flat = flatten(params)
         items = [Param(k, _param_value(v)) for k, v in flat.items()]
         for i in range(0, len(items), 100):
@@ -170,8 +168,6 @@ class Tracker:
     def log_metrics(self, run_id: str, metrics: dict[str, Any], step: int = 0, prefix: str = "") -> int:
         """Numeric leaves of a nested dict as metrics (`eval.success_rate`, `eval.by_level.easy.success_rate`)."""
         from mlflow.entities import Metric
-
-        from star.params_io import flatten
 
         now = _now_ms()
         items = [Metric(_metric_key(prefix + k), float(v), now, step)
@@ -183,8 +179,6 @@ class Tracker:
     def log_step_metrics(self, run_id: str, records: Iterable[dict], step_key: str = "step", prefix: str = "") -> int:
         """Training dynamics: one record per step (reward, success, entropy, …) as metric histories."""
         from mlflow.entities import Metric
-
-        from star.params_io import flatten
 
         now = _now_ms()
         batch, n = [], 0
@@ -280,8 +274,6 @@ def _param_value(value: Any) -> str:
 
 def eval_rows(metrics: dict[str, Any]) -> list[tuple[str, str, float]]:
     """Nested metric table -> (group, metric, value) rows; the group is the path above the leaf."""
-    from star.params_io import flatten
-
     rows = []
     for key, value in flatten(metrics).items():
         if _is_number(value):

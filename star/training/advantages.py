@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from star.training.rl_config import GRPOConfig
+
 AdvantageFn = Callable[[Sequence[float], float], list[float]]
 ADVANTAGES: dict[str, AdvantageFn] = {}
 
@@ -63,8 +65,6 @@ def group_advantages(groups: Sequence[Sequence[float]], name: str = "grpo",
     if name not in ADVANTAGES:
         raise ValueError(f"unknown advantage estimator {name!r} (expected one of {sorted(ADVANTAGES)})")
     if eps is None:
-        from star.training.rl_config import GRPOConfig
-
         eps = GRPOConfig.model_fields["advantage_epsilon"].default
     if eps < 0:
         raise ValueError(f"advantage epsilon must be >= 0, got {eps}")

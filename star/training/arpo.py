@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from star.rollout.base import Generation, derive_seed
 from star.rollout.lockstep import run_lockstep
+from star.training.losses import token_logprobs
 
 
 def turn_starts(policy_mask: Sequence[int]) -> list[int]:
@@ -61,8 +63,6 @@ def trajectory_entropies(model, trajectories, k: int, temperature: float = 1.0) 
     """Per-turn entropy profile of each trajectory under the current policy (no gradients)."""
     import torch
 
-    from star.training.losses import token_logprobs
-
     out = []
     with torch.no_grad():
         for t in trajectories:
@@ -76,8 +76,6 @@ def trajectory_entropies(model, trajectories, k: int, temperature: float = 1.0) 
 def branch_episode(stepper, parent, query: dict, turn: int, index: int, branch_id: int):
     """A new episode that replays the parent's first `turn` turns (same tools, same observations)
     and samples on from there with its own seed. None if the replay does not reproduce the prefix."""
-    from star.rollout.base import Generation, derive_seed
-
     ep = stepper.start(index, query, parent.query_id, parent.sample)  # parent's seed: same tool failures
     starts = turn_starts(parent.policy_mask)
     mask = parent.policy_mask

@@ -15,6 +15,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from star.training import distributed as D
+
 STATE_FILE = "trainer_state.json"
 _TAG = re.compile(r"^step-(\d+)$")
 
@@ -62,8 +64,6 @@ def save(engine, root: str | Path, step: int, state: dict, keep: int = 2, before
 
     Collective with several ranks (a shared `root`): DeepSpeed's save writes each rank's shards, each rank
     its RNG streams (`rng-rank{R}.json`), and rank 0 the trainer state once all of them are on disk."""
-    from star.training import distributed as D
-
     root = Path(root)
     tag = f"step-{step:06d}"
     engine.save_checkpoint(str(root), tag=tag)
@@ -130,8 +130,6 @@ def load_latest(engine, root: str | Path) -> dict | None:
         raise RuntimeError(f"DeepSpeed could not load checkpoint {Path(root) / tag}")
     state = json.loads((Path(root) / tag / STATE_FILE).read_text())
     rng = state.pop("rng")
-    from star.training import distributed as D
-
     own = Path(root) / tag / f"rng-rank{D.rank()}.json"  # several ranks: each its own streams
     set_rng_state(json.loads(own.read_text()) if D.world() > 1 and own.is_file() else rng)
     return state

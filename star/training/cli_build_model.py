@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from star.training.config import SmokeModelConfig
+from star.training.models import ModelBuildError, build_model, read_profile
+
 PROFILES = ("smoke", "cpu", "paper-1.5b", "paper-3b", "paper-7b")
 
 
@@ -20,9 +23,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from star.training.config import SmokeModelConfig
-    from star.training.models import ModelBuildError, build_model, read_profile
-
     overrides = {"seed": args.seed}
     if args.vocab_size:
         overrides["vocab_size"] = args.vocab_size

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from star.training.export import ExportError, export_checkpoint
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint", required=True, help="a GRPO checkpoint directory (OUT/checkpoints/step-N)")
@@ -13,8 +15,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from star.training.export import ExportError, export_checkpoint
-
     try:
         path = export_checkpoint(args.checkpoint, args.model, args.out)
     except (ExportError, FileNotFoundError) as exc:

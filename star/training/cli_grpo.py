@@ -7,7 +7,15 @@ import argparse
 import json
 import sys
 
+from star.evaluation.queries import load_queries
+from star.evaluation.rewards import names
+from star.sandbox.database import load_database
+from star.training.config import resolve_config
+from star.training.distributed import is_main
 from star.training.flags import add_run_flags, relaunched
+from star.training.grpo import train_grpo
+from star.training.models import read_profile
+from star.training.rl_config import GRPOConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,8 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="run directory: metrics.jsonl, checkpoints/, best/, last/")
     parser.add_argument("--val", default=None, help="validation queries for model selection (every validation.every steps)")
     parser.add_argument("--algorithm", choices=("grpo", "dapo", "arpo"), default=None, help="overrides the config")
-    from star.evaluation.rewards import names
-
     parser.add_argument("--reward", choices=names(), default=None,
                         help="a reward of the registry (star.evaluation.rewards); overrides the config")
     parser.add_argument("--db", default=None, help="database spec (directory, generated, generated:SEED); default $STAR_DB")
@@ -26,13 +32,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
-
-    from star.evaluation.queries import load_queries
-    from star.sandbox.database import load_database
-    from star.training.config import resolve_config
-    from star.training.rl_config import GRPOConfig
-    from star.training.grpo import train_grpo
-    from star.training.models import read_profile
 
     try:
         code = relaunched(args)
@@ -53,8 +52,6 @@ def run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError, ValidationError) as exc:
         print(f"star grpo: {exc}", file=sys.stderr)
         return 2
-    from star.training.distributed import is_main
-
     if not is_main():  # one summary on stdout, from rank 0
         return 0
     print(json.dumps({k: v for k, v in summary.items() if k != "config"}, indent=2, default=str))

@@ -6,7 +6,12 @@ import argparse
 import json
 import sys
 
+from star.training.config import SFTConfig, resolve_config
+from star.training.data import SFTDataError
+from star.training.distributed import is_main
 from star.training.flags import add_run_flags, relaunched
+from star.training.models import read_profile
+from star.training.sft import train_sft
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,11 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from star.training.config import SFTConfig, resolve_config
-    from star.training.data import SFTDataError
-    from star.training.models import read_profile
-    from star.training.sft import train_sft
-
     try:
         code = relaunched(args)
         if code is not None:
@@ -35,8 +35,6 @@ def run(args: argparse.Namespace) -> int:
     except (SFTDataError, FileNotFoundError, ValueError, ValidationError) as exc:
         print(f"star sft: {exc}", file=sys.stderr)
         return 2
-    from star.training.distributed import is_main
-
     if not is_main():  # one summary on stdout, from rank 0
         return 0
     print(json.dumps({k: v for k, v in summary.items() if k != "config"}, indent=2))

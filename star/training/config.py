@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from star.params_io import set_dotted
+
 Profile = Literal["smoke", "cpu", "paper-1.5b", "paper-3b", "paper-7b"]
 
 
@@ -128,8 +130,6 @@ def resolve_config(cls, section: str, profile: str | None = None, path=None, set
     import copy
 
     import yaml
-
-    from star.params_io import set_dotted
 
     values: dict = copy.deepcopy(SMALL_OVERRIDES.get(profile or "", {}).get(section, {}))
     if path:

@@ -16,6 +16,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from star.training import distributed as D
 
 # Variables init_distributed put into this process's environment. A child process must not inherit
 # them: its own init would try to listen on the MASTER_PORT this process's group already holds.
@@ -188,8 +189,6 @@ def save_pretrained(engine, tokenizer, out, extra_files: dict[str, str] | None =
     import shutil
     import tempfile
     from pathlib import Path
-
-    from star.training import distributed as D
 
     out = Path(out)
     state = full_state_dict(engine)  # collective under ZeRO-3: every rank takes part

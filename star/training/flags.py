@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from star.training.launch import load_launch, relaunch
+
 
 def add_run_flags(parser: argparse.ArgumentParser, section: str, config_class: str, inputs: str) -> None:
     """--config, --set, --no-small-overrides, --quiet, --resume, --checkpoints, --nproc-per-node."""
@@ -25,6 +27,4 @@ def add_run_flags(parser: argparse.ArgumentParser, section: str, config_class: s
 
 def relaunched(args: argparse.Namespace) -> int | None:
     """The exit code when this command ran on several ranks under a launcher; None when it trains here."""
-    from star.training.launch import load_launch, relaunch
-
     return relaunch(load_launch(args.config, args.nproc_per_node), getattr(args, "argv", None) or sys.argv[1:])

@@ -13,13 +13,32 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import random
+import shutil
 import statistics
 import sys
 import time
 from pathlib import Path
 
+from star.agent.config import AgentConfig
+from star.evaluation.rewards import SCHEDULED, compute_reward, resolve
+from star.rollout.backends.select import resolve_backend
+from star.rollout.backends.vllm import VLLMBackend
+from star.rollout.base import derive_seed
+from star.rollout.config import RolloutConfig
+from star.rollout.engine import RolloutEngine
+from star.sandbox.database import load_database
+from star.training import checkpoint
+from star.training import deepspeed_setup as dss
+from star.training import distributed as D
+from star.training.advantages import group_advantages
+from star.training.arpo import arpo_group
+from star.training.batch import build_samples, collate
+from star.training.checkpoint import outside
+from star.training.dapo import filter_groups
+from star.training.losses import clipped_surrogate, first_loss_position, token_logprobs
+from star.training.metrics import MetricsLogger
+from star.training.models import load_model, load_tokenizer, trainable_parameters
 from star.training.rl_config import GRPOConfig
 
 SCORE_KEYS = ("cs_micro", "cs_macro", "hard_micro", "hard_macro", "success", "delivered")
@@ -103,13 +122,7 @@ class GRPOTrainer:
         survives a pipeline stage whose outputs are removed before it reruns (DVC), so a cut-off stage resumes."""
         import torch
 
-        from star.rollout.backends.transformers import TransformersBackend
-        from star.sandbox.database import load_database
-        from star.training import deepspeed_setup as dss
-        from star.training import distributed as D
-        from star.training.metrics import MetricsLogger
-        from star.training.models import load_model, load_tokenizer, trainable_parameters
-
+        from star.rollout.backends.transformers import TransformersBackend  # lazy: pulls torch
         self.cfg = cfg = cfg or GRPOConfig()
         if cfg.torch_threads:
             torch.set_num_threads(cfg.torch_threads)
@@ -142,12 +155,8 @@ class GRPOTrainer:
                                              cfg.warmup_ratio, decay=cfg.lr_decay)
         self.engine = dss.initialize(model, optimizer, self.scheduler, dss.ds_config(
             cfg.micro_batch_size, self.gas, cfg.zero_stage, cfg.bf16, cfg.gradient_clipping))
-        from star.rollout.backends.select import resolve_backend
-
         self.backend_name = resolve_backend(cfg.rollout_backend)
         if self.backend_name == "vllm":  # a vLLM engine beside the trainer, weights synced after each update
-            from star.rollout.backends.vllm import VLLMBackend
-
             # One engine per rank (tensor parallel 1), asleep while the trainer updates where the platform can.
             self.backend = VLLMBackend.from_config(str(model_dir), cfg.vllm, self.tokenizer, seed=cfg.seed,
                                                    max_model_len=cfg.max_context + cfg.max_new_tokens,
@@ -164,10 +173,6 @@ class GRPOTrainer:
 
     # -- rollouts ---------------------------------------------------------------------------------
     def _engine(self, seed: int, train: bool):
-        from star.agent.config import AgentConfig
-        from star.rollout.config import RolloutConfig
-        from star.rollout.engine import RolloutEngine
-
         cfg = self.cfg
         agent = AgentConfig(style=cfg.observation_style, tool_budget=cfg.tool_call_budget, max_context=cfg.max_context,
                             failure_rate=cfg.env_failure_rate if train else 0.0, eval_mode=cfg.evaluator_mode)
@@ -179,8 +184,6 @@ class GRPOTrainer:
 
     def rollout(self, queries: list[dict], seed: int):
         """Groups of G trajectories per query, with ARPO's branch bookkeeping (parents / branch points)."""
-        from star.training.arpo import arpo_group
-
         cfg, G = self.cfg, self.cfg.num_generations
         engine = self._engine(seed, train=True)
         groups, n_branches = [], 0
@@ -198,12 +201,6 @@ class GRPOTrainer:
 
     # -- one step ---------------------------------------------------------------------------------
     def train_step(self) -> dict:
-        from star.rollout.base import derive_seed
-        from star.training.advantages import group_advantages
-        from star.training.dapo import filter_groups
-        from star.training import distributed as D
-        from star.evaluation.rewards import compute_reward, resolve
-
         cfg, G = self.cfg, self.cfg.num_generations
         t0 = time.perf_counter()
         idx, epoch = self.stream.next(cfg.batch_queries)
@@ -270,11 +267,6 @@ class GRPOTrainer:
 
     def update(self, groups, advantages) -> dict:
         import torch
-
-        from star.training import deepspeed_setup as dss
-        from star.training import distributed as D
-        from star.training.batch import build_samples, collate
-        from star.training.losses import clipped_surrogate, first_loss_position, token_logprobs
 
         cfg, engine = self.cfg, self.engine
         trajs, parents, points, advs = [], [], [], []
@@ -367,8 +359,6 @@ class GRPOTrainer:
 
     def sync_weights(self) -> None:
         """The trainer's weights into this rank's rollout backend (ZeRO-3: gathered one parameter at a time)."""
-        from star.training import deepspeed_setup as dss
-
         if self.engine.zero_optimization_stage() == 3 and not hasattr(self.backend, "sleep"):
             # the transformers backend loads a state dict: materialise the gathered parameters
             self.backend.update_weights({k: v.detach().clone() for k, v in dss.iter_full_params(self.engine)})
@@ -380,15 +370,9 @@ class GRPOTrainer:
     # -- validation, checkpoints ------------------------------------------------------------------
     def selection_reward(self) -> str:
         """The reward validation ranks checkpoints by: the run's own (a curriculum's last, the one it ends on)."""
-        from star.evaluation.rewards import SCHEDULED
-
         return self.cfg.curriculum[-1][1] if self.cfg.reward in SCHEDULED else self.cfg.reward
 
     def validate(self) -> dict:
-        from star.evaluation.rewards import compute_reward
-
-        from star.training import distributed as D
-
         name = self.selection_reward()
         queries = self.val_queries[: self.cfg.validation.queries] if self.cfg.validation.queries else self.val_queries
         trajs = self._engine(self.cfg.seed, train=False).run(D.shard(queries), 1)  # each rank a share
@@ -399,8 +383,6 @@ class GRPOTrainer:
                 "val_delivered": m["delivered"], "val_format_error": m["finish_format_error"]}
 
     def _save_model(self, name: str, info: dict) -> None:
-        from star.training import deepspeed_setup as dss
-
         extra = {f"{name}.json": json.dumps(info, indent=2) + "\n"}
         profile = self.model_dir / "star_profile.json"
         if profile.is_file():
@@ -424,13 +406,9 @@ class GRPOTrainer:
         return info
 
     def _outside_out(self) -> bool:
-        from star.training.checkpoint import outside
-
         return outside(self.checkpoint_dir, self.out)
 
     def checkpoint(self) -> None:
-        from star.training import checkpoint
-
         checkpoint.save(self.engine, self.checkpoint_dir, self.step,
                         {"stream": self.stream.state(), "best": self.best, "fingerprint": self.fingerprint},
                         keep=self.cfg.keep_checkpoints, before_state=self._keep_outputs)
@@ -445,8 +423,6 @@ class GRPOTrainer:
             shutil.copytree(self.out / "best", tag_dir / "best", copy_function=_link_or_copy, dirs_exist_ok=True)
 
     def resume(self) -> bool:
-        from star.training import checkpoint
-
         newest = checkpoint.newest_state(self.checkpoint_dir)
         if newest is None:
             return False
@@ -476,8 +452,6 @@ class GRPOTrainer:
 
     def train(self, resume: bool = False) -> dict:
         from tqdm.auto import tqdm
-
-        from star.training import distributed as D
 
         cfg = self.cfg
         resumed = self.resume() if resume else False
@@ -523,8 +497,6 @@ def _link_or_copy(src: str, dst: str) -> str:
 def run_fingerprint(model_dir, queries: list[dict], val_queries: list[dict], cfg: GRPOConfig) -> str:
     """A GRPO run's identity for resuming: start model, queries and every field that changes what a step
     does (extending a run by more steps still resumes it)."""
-    from star.training import checkpoint
-
     return checkpoint.fingerprint(model_dir, [queries, val_queries], cfg.model_dump(),
                                   {"save_every", "keep_checkpoints", "time_limit_s", "max_steps", "epochs",
                                    "torch_threads"})

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from star.training.config import LaunchConfig
+from star.training.deepspeed_setup import _free_port, child_env
 
 
 def load_launch(path: str | Path | None, nproc_per_node: int | None = None) -> LaunchConfig:
@@ -39,8 +40,6 @@ def under_launcher() -> bool:
 
 def command(launch: LaunchConfig, argv: list[str]) -> list[str]:
     """The launcher command that runs `python -m star.cli ARGV` on every rank."""
-    from star.training.deepspeed_setup import _free_port
-
     port = launch.master_port or (_free_port() if launch.nnodes == 1 else 29500)
     kind = launch.launcher if launch.launcher != "auto" else ("torchrun" if launch.nnodes == 1 else "deepspeed")
     if kind == "torchrun":
@@ -63,8 +62,6 @@ def relaunch(launch: LaunchConfig, argv: list[str]) -> int | None:
     train by itself (one rank, or already a launcher's rank)."""
     if launch.world_size == 1 or under_launcher():
         return None
-    from star.training.deepspeed_setup import child_env
-
     env = child_env(dict(os.environ))
     env.setdefault("PYTHONUNBUFFERED", "1")
     try:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from star.training.chat_template import CHAT_TEMPLATE
 from star.training.config import SmokeModelConfig
+from star.training.tokenizer import build_tokenizer
 
 HUB_MODELS = {
     "paper-1.5b": "Qwen/Qwen2.5-1.5B-Instruct",
@@ -77,8 +78,6 @@ def smoke_model(tokenizer, cfg: SmokeModelConfig | None = None):
 
 
 def build_smoke(out: str | os.PathLike, cfg: SmokeModelConfig | None = None, db=None) -> Path:
-    from star.training.tokenizer import build_tokenizer
-
     cfg = cfg or SmokeModelConfig()
     tokenizer = build_tokenizer(db, vocab_size=cfg.vocab_size, n_docs=cfg.tokenizer_docs, seed=cfg.seed)
     model = smoke_model(tokenizer, cfg)

@@ -14,15 +14,19 @@ import sys
 import time
 from pathlib import Path
 
+from star.training import checkpoint
+from star.training import deepspeed_setup as dss
+from star.training import distributed as D
 from star.training.config import SFTConfig
 from star.training.data import IGNORE, collate, encode_all, fit_to_length, load_conversations, micro_batches
+from star.training.losses import model_device
+from star.training.metrics import MetricsLogger
+from star.training.models import load_model, load_tokenizer, read_profile, trainable_parameters
 
 
 def token_losses(model, batch):
     """Summed CE over label tokens, and their count (next-token shift applied)."""
     import torch.nn.functional as F
-
-    from star.training.losses import model_device
 
     batch = {k: v.to(model_device(model)) for k, v in batch.items()}
     logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
@@ -53,12 +57,6 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
     outside `out` survives DVC removing `out` before it reruns the stage, and is deleted at the end."""
     import torch
     from tqdm.auto import tqdm
-
-    from star.training import checkpoint
-    from star.training import deepspeed_setup as dss
-    from star.training import distributed as D
-    from star.training.metrics import MetricsLogger
-    from star.training.models import load_model, load_tokenizer, read_profile, trainable_parameters
 
     cfg = cfg or SFTConfig()
     if cfg.torch_threads:
@@ -173,9 +171,6 @@ def train_sft(data: str | Path, model_dir: str | Path, out: str | Path, cfg: SFT
 
 def _resume(engine, ckpt_dir: Path, ident: str, logger, out: Path) -> tuple[int, list[float]]:
     """(step, losses so far) from the newest checkpoint of this same run, else (0, [])."""
-    from star.training import checkpoint
-    from star.training import distributed as D
-
     newest = checkpoint.newest_state(ckpt_dir)
     if newest is None:
         return 0, []

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import random
 
+from star.agent.prompt import initial_messages, observation_message
+from star.agent.trajectory import write_jsonl
+from star.sandbox.tools import Toolbox
+
 
 def scripted_conversation(db, rng: random.Random, style: str = "compact", max_obs_lines: int = 4,
                           system: str | None = None) -> list[dict]:
     """One conversation; `system` replaces the real system prompt (tests use a short one for speed)."""
-    from star.agent.prompt import initial_messages, observation_message
-    from star.sandbox.tools import Toolbox
-
     toolbox = Toolbox(db, style=style)
     org, dest = rng.choice(sorted(db.flights_by_route))
     date = f"2022-03-{rng.randint(1, 28):02d}"
@@ -47,6 +48,4 @@ def scripted_conversations(db, n: int, seed: int = 0, style: str = "compact", ma
 
 
 def write_sft_jsonl(path, conversations: list[list[dict]]) -> None:
-    from star.agent.trajectory import write_jsonl
-
     write_jsonl(path, ({"messages": c} for c in conversations))

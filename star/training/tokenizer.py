@@ -14,6 +14,9 @@ import json
 import random
 from collections.abc import Iterator
 
+from star.agent.prompt import system_prompt
+from star.sandbox.database import load_database
+from star.sandbox.tools import TOOL_SPECS
 from star.training.chat_template import CHAT_TEMPLATE, IM_END, IM_START
 
 PAD = "<|endoftext|>"
@@ -107,16 +110,12 @@ def _row_values(row) -> list:
 def _extra_text() -> Iterator[str]:
     """The agent's own system prompt and tool specs, when the agent package is installed."""
     try:
-        from star.agent.prompt import system_prompt
-
         # Repeated so the prompt's words win merges: every episode starts with it.
         for style in ("compact", "official"):
             yield from [system_prompt(style)] * 20
     except Exception:  # the agent package is optional for building a tokenizer
         pass
     try:
-        from star.sandbox.tools import TOOL_SPECS
-
         yield json.dumps(TOOL_SPECS, indent=2)
     except Exception:
         pass
@@ -152,7 +151,5 @@ def train_tokenizer(texts: list[str], vocab_size: int = 2048):
 
 def build_tokenizer(db=None, vocab_size: int = 2048, n_docs: int = 4000, seed: int = 0):
     if db is None:
-        from star.sandbox.database import load_database
-
         db = load_database("generated")
     return train_tokenizer(training_corpus(db, n_docs=n_docs, seed=seed), vocab_size=vocab_size)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from star.rollout.config import BackendName
+from star.rollout.backends.vllm import VLLMBackend
+from star.rollout.config import BackendName, VLLMConfig
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +33,9 @@ def resolve_backend(name: BackendName) -> str:
 def load_backend(name: BackendName, model_dir, *, max_batch: int, max_model_len: int, seed: int = 0, vllm=None,
                  device: str | None = None):
     """A backend on a saved model directory, for evaluation (training builds its own beside the trainer)."""
-    from star.rollout.config import VLLMConfig
-
     if resolve_backend(name) == "vllm":
-        from star.rollout.backends.vllm import VLLMBackend
-
         return VLLMBackend.from_config(str(model_dir), vllm or VLLMConfig(), max_model_len=max_model_len, seed=seed,
                                        max_batch=max_batch)
-    from star.rollout.backends.transformers import TransformersBackend
+    from star.rollout.backends.transformers import TransformersBackend  # lazy: pulls torch
 
     return TransformersBackend.from_pretrained(str(model_dir), device=device, max_batch=max_batch)
