@@ -35,6 +35,19 @@ class Report:
     failed: dict[str, str] = field(default_factory=dict)  # variant -> its error (stage and exception)
     profile: str | None = None                            # the profile every variant ran under
     overrides: str = ""                                   # star.ablations.overrides_label of the run ('' for none)
+    verdict: list[dict[str, Any]] = field(default_factory=list)  # per variant: updates, RL vs SFT, format errors
+    separating: list[str] = field(default_factory=list)   # HEADLINE keys whose Holm-adjusted test is < 0.05
+
+
+def variant_verdict(v: VariantResult) -> dict[str, Any]:
+    """What a variant's training did, read before any metric: GRPO's optimizer steps (0: the RL model is the
+    SFT model, unchanged), and the share of its final evaluation's episodes that broke the format."""
+    steps = v.curves.get("optimizer_steps")
+    n_opt = int(sum(x for _, x in steps)) if steps else None
+    reasons = v.metrics.get("finish_reasons") or {}
+    total = sum(reasons.values())
+    return {"variant": v.name, "optimizer_steps": n_opt, "rl_differs_from_sft": None if n_opt is None else n_opt > 0,
+            "format_error": reasons.get("format_error", 0) / total if total else None}
 
 
 def _scoring_reward(cfg: ReportConfig, variants: list[VariantResult], baseline: str) -> str:
@@ -160,6 +173,9 @@ def build_report(variants: list[VariantResult], ablation: str = "ablation", desc
         notes.append(f"paper: {paper.ENV_FAILURE_FINDING}")
     if failed:
         notes.append(f"{len(failed)} variant(s) failed and are not compared: {', '.join(failed)}")
+    separating = sorted({t["metric"] for t in test_rows if t.get("p_holm") is not None and t["p_holm"] < 0.05},
+                        key=list(HEADLINE).index)
     return Report(ablation, description, paper_table, axes, eval_set, evaluator_mode, len(ids), rows, test_rows,
                   effects, paper_rows, notes, cfg.confidence, metric_names,
-                  reward if "mean_reward" in metric_names else None, failed, profile, overrides)
+                  reward if "mean_reward" in metric_names else None, failed, profile, overrides,
+                  [variant_verdict(v) for v in variants], separating)

@@ -73,6 +73,26 @@ def _one_line(text: str, limit: int = 400) -> str:
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
+def verdict_lines(report: Report) -> list[str]:
+    """The report's first section: what training did per variant, and what the tests can separate; one line
+    when no variant made an update (every RL model is its SFT model, so nothing below can differ)."""
+    if not report.verdict:
+        return []
+    known = [v for v in report.verdict if v["optimizer_steps"] is not None]
+    if known and len(known) == len(report.verdict) and not any(v["rl_differs_from_sft"] for v in known):
+        return ["## Verdict", "", f"**No variant made a GRPO update: every RL model is its SFT model, so the "
+                f"{len(known)} variants cannot differ and every test below compares copies of one model.**", ""]
+    rows = [[v["variant"], "—" if v["optimizer_steps"] is None else v["optimizer_steps"],
+             {None: "unknown", True: "yes", False: "no (no update)"}[v["rl_differs_from_sft"]],
+             _pct(v["format_error"])] for v in report.verdict]
+    seps = ", ".join(HEADLINE[m].label for m in report.separating)
+    return ["## Verdict", "", _md_table(["variant", "optimizer steps", "RL model differs from SFT",
+                                         "format errors (%)"], rows), "",
+            (f"Separated at this size (Holm-adjusted p < 0.05): {seps}." if seps else
+             f"No metric separates the variants at this size ({report.n_queries} queries): read the differences "
+             "below as unresolved, not as equal."), ""]
+
+
 def render_markdown(report: Report, variants: list[VariantResult] | None = None) -> str:
     out = [f"# Ablation `{report.ablation}`", ""]
     if report.description:
@@ -80,6 +100,7 @@ def render_markdown(report: Report, variants: list[VariantResult] | None = None)
     if report.profile or report.overrides:
         out += [f"Profile `{report.profile or 'default'}`; overrides: "
                 + (f"`{report.overrides}`" if report.overrides else "none") + ".", ""]
+    out += verdict_lines(report)
     shown = [m for m in HEADLINE if any(m in r for r in report.rows)]
     if report.rows:
         reward = f"; mean reward scored with the `{report.reward}` reward" if report.reward else ""

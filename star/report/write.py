@@ -10,7 +10,7 @@ from star.report.build import Report
 from star.report.load import VariantResult
 from star.report.metrics import HEADLINE, LOOPHOLE_GAP
 from star.report.plot import plot_curves, plot_metrics, plot_success
-from star.report.render import render_markdown
+from star.report.render import render_markdown, verdict_lines
 from star.tracking.mlflow_logging import atomic_write_text
 
 
@@ -45,5 +45,8 @@ def log_report(tracker, run_id: str, report: Report, files: dict[str, Path]) -> 
             values[f"loophole_gap.{r['variant']}"] = r[LOOPHOLE_GAP]
         tracker.log_metrics(run_id, values)
     tracker.log_metrics(run_id, {"variants_failed": len(report.failed)})
+    verdict = verdict_lines(report)
+    if verdict:  # the run's description in the MLflow UI opens with the verdict
+        tracker.client.set_tag(run_id, "mlflow.note.content", "\n".join(verdict[2:]).strip())
     for path in files.values():
         tracker.log_artifact(run_id, path, "report")

@@ -308,6 +308,8 @@ def test_log_report_puts_every_headline_metric_on_the_parent_run(tmp_path):
         assert f"{m}.b" in logged and f"{m}_low.b" in logged
     assert logged["cs_micro.b"] == pytest.approx(0.375) and logged["success.a"] == 0.0
     assert logged["variants_failed"] == 1.0
+    # the parent's description in the MLflow UI opens with the verdict
+    assert "optimizer steps" in tracker.client.get_run(parent).data.tags["mlflow.note.content"]
     arts = {f.path for f in tracker.client.list_artifacts(parent, "report")}
     assert {"report/report.md", "report/report.json", "report/metrics_by_variant.png"} <= arts
 
@@ -415,3 +417,39 @@ def test_variants_are_compared_on_their_shared_queries_and_metrics():
     assert any("dropped per variant: {'a': 1, 'old': 1}" in n for n in rep.notes)
     assert any(n.startswith("cs micro: no per-query values for ['old']") for n in rep.notes)
     assert {t["metric"] for t in rep.tests} == {"success"} and len(rep.tests) == 2
+
+
+# ---------------------------------------------------------------------------- the verdict first
+
+def _with_training(variants, steps: list[int], format_errors: list[int]):
+    for v, n, fe in zip(variants, steps, format_errors):
+        v.curves = {"optimizer_steps": [(1, float(n)), (2, 0.0)]}
+        v.metrics = {"finish_reasons": {"format_error": fe, "answer": 10 - fe}}
+    return variants
+
+
+def test_a_report_whose_variants_made_no_update_says_so_in_one_line_first():
+    vs = _with_training(_zero_success_pair(), [0, 0], [10, 10])
+    md = render_markdown(build_report(vs, "reward", "", None, FAST))
+    verdict = md.split("## Verdict", 1)[1].split("##", 1)[0]
+    assert "No variant made a GRPO update" in verdict and "2 variants cannot differ" in verdict
+    assert md.index("## Verdict") < md.index("## Headline metrics by variant")
+
+
+def test_the_verdict_gives_updates_format_errors_and_what_separates_the_variants():
+    vs = _with_training(_zero_success_pair(), [0, 3], [10, 4])
+    rep = build_report(vs, "reward", "", None, FAST)
+    assert [(v["optimizer_steps"], v["rl_differs_from_sft"]) for v in rep.verdict] == [(0, False), (3, True)]
+    assert rep.verdict[1]["format_error"] == pytest.approx(0.4)
+    # b delivers on every query a missed, and passes more checks: those tests separate them (Holm p < 0.05)
+    assert "delivery" in rep.separating and "success" not in rep.separating
+    md = render_markdown(rep)
+    assert "| b | 3 | yes | 40.0 |" in md and "| a | 0 | no (no update) | 100.0 |" in md
+    assert "Separated at this size (Holm-adjusted p < 0.05): delivery" in md
+
+
+def test_a_variant_without_step_metrics_is_unknown_not_unchanged():
+    vs = _zero_success_pair()
+    rep = build_report(vs, "reward", "", None, FAST)
+    assert all(v["optimizer_steps"] is None and v["rl_differs_from_sft"] is None for v in rep.verdict)
+    assert "No variant made a GRPO update" not in render_markdown(rep)
