@@ -11,10 +11,7 @@ each plan is scored as an answer.
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
-from pathlib import Path
 
 from star.evaluation.audit import audit_scores, audit_table, hacking_audit, hacking_table, score_both
 from star.evaluation.config import DEFAULTS, SPLIT_DENOMINATORS, FormatterConfig
@@ -24,6 +21,7 @@ from star.evaluation.lookup import Lookup
 from star.evaluation.plans_io import PlanFileError, match_plans, read_plan_lines
 from star.evaluation.queries import QueryError, load_queries
 from star.evaluation.rewards import REWARDS, compute_reward
+from star.jsonl import atomic_write_text
 from star.sandbox.database import load_database
 from star.sandbox.rows import DatabaseError
 
@@ -46,20 +44,6 @@ def add_arguments(parser) -> None:
     parser.add_argument("--formatter-model", default=DEFAULTS.formatter.model, help="model name for --formatter-url")
 
 
-def write_json_atomic(path: str | Path, data) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1, ensure_ascii=False)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def evaluate_files(queries_path, plans_path, db_spec=None, mode: str = "strict", split: str = "own",
                    match: str = "auto", progress: bool = True, formatter=None, reward: str | None = None) -> dict:
     """The report `star evaluate` writes (also usable from Python)."""
@@ -79,9 +63,9 @@ def evaluate_files(queries_path, plans_path, db_spec=None, mode: str = "strict",
         score = both[-1][mode]
         scores.append(score)
         per_plan.append({"line": ln.line, "idx": ln.idx, "query_index": qi, "error": ln.error, **score.to_dict()})
-        if reward:
-            per_plan[-1]["reward"] = compute_reward(reward, per_plan[-1], "answer")
     rewards = {name: [compute_reward(name, p, "answer") for p in per_plan] for name in REWARDS}
+    for p, value in zip(per_plan, rewards.get(reward, [])):
+        p["reward"] = value
     report = {
         "mode": mode, "split": split, "queries": str(queries_path), "plans": str(plans_path), "db": db.source,
         "matched_by": rule, "aggregates": aggregate(scores, split=split),
@@ -116,7 +100,7 @@ def run(args) -> int:
         return 2
     for err in report["errors"]:
         print(f"star evaluate: skipped {err}", file=sys.stderr)
-    write_json_atomic(args.out, report)
+    atomic_write_text(args.out, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     agg = report["aggregates"]
     print(f"mode={args.mode} split={args.split} plans={agg['n']} matched_by={report['matched_by']} "
           f"bad_lines={len(report['errors'])} official_aborts={agg['aborted']}")

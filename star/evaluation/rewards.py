@@ -46,6 +46,10 @@ def names() -> list[str]:
     return [*REWARDS, *SCHEDULED]
 
 
+def _has(scores, key: str) -> bool:
+    return (key in scores) if isinstance(scores, dict) else hasattr(scores, key)
+
+
 def _get(scores, key: str) -> float:
     value = scores.get(key, 0.0) if isinstance(scores, dict) else getattr(scores, key, 0.0)
     return float(value or 0.0)
@@ -59,8 +63,7 @@ def sum_reward(scores) -> float:
 @register("coverage")
 def coverage_reward(scores) -> float:
     base = sum_reward(scores)
-    has = ("coverage" in scores) if isinstance(scores, dict) else hasattr(scores, "coverage")
-    if base and not has:  # scores written before plans carried their coverage: 0 would read as a real score
+    if base and not _has(scores, "coverage"):  # scores written before plans carried their coverage: 0 would read as a real score
         raise MissingScore("the coverage reward needs the plan's 'coverage' score; these scores predate it "
                            "(re-score the plans with the current evaluator)")
     return base * _get(scores, "coverage") if base else 0.0
@@ -68,8 +71,7 @@ def coverage_reward(scores) -> float:
 
 @register("quality", ordered=True)
 def quality_reward(scores) -> float:
-    has = ("slot_credit" in scores) if isinstance(scores, dict) else hasattr(scores, "slot_credit")
-    if not has and _get(scores, "delivered"):
+    if not _has(scores, "slot_credit") and _get(scores, "delivered"):
         raise MissingScore("the quality reward needs the plan's 'slot_credit' score; these scores predate it "
                            "(re-score the plans with the current evaluator)")
     # hard macro counts only beside cs macro: the hard gate lets a trip that never comes home pass it
