@@ -48,16 +48,16 @@ def _parents(name: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
-@functools.cache
-def imported_modules(path: Path, root: Path = ROOT) -> frozenset[str]:
-    """The star modules one file imports, anywhere in it, or names in a string."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+def import_statements(path: Path, root: Path = ROOT, tree: ast.AST | None = None) -> list[tuple[int, str]]:
+    """(line, module) for every import statement in a file, anywhere in it (relative imports resolved; a
+    `from pkg import name` also yields `pkg.name` when that is a module). The layering test reads these too."""
+    tree = tree or ast.parse(path.read_text(), filename=str(path))
     here = module_name(path, root)
     package = here if path.name == "__init__.py" else here.rpartition(".")[0]
-    found: set[str] = set()
+    out: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
+            out += [(node.lineno, a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -65,10 +65,18 @@ def imported_modules(path: Path, root: Path = ROOT) -> frozenset[str]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            found.add(target)
-            found.update(f"{target}.{a.name}" for a in node.names)  # `from pkg import module`
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _MODULE_STRING.match(node.value):
-            found.add(node.value.partition(":")[0])
+            out.append((node.lineno, target))
+            out += [(node.lineno, f"{target}.{a.name}") for a in node.names if module_file(f"{target}.{a.name}", root)]
+    return out
+
+
+@functools.cache
+def imported_modules(path: Path, root: Path = ROOT) -> frozenset[str]:
+    """The star modules one file imports, anywhere in it, or names in a string."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = {m for _, m in import_statements(path, root, tree)}
+    found |= {node.value.partition(":")[0] for node in ast.walk(tree)
+              if isinstance(node, ast.Constant) and isinstance(node.value, str) and _MODULE_STRING.match(node.value)}
     out = set()
     for name in found:
         if name == PACKAGE or name.startswith(PACKAGE + "."):
@@ -123,7 +131,8 @@ def command_words(cmd: str) -> list[str]:
 
 def command_module(cmd: str) -> str | None:
     """The module that runs a stage's command: `star SUB` after the wrapper's `--`, or `python -m MOD`."""
-    sys.path.insert(0, str(ROOT))
+    if str(ROOT) not in sys.path:  # run as a script from anywhere: this checkout's star
+        sys.path.insert(0, str(ROOT))
     from star.cli import COMMANDS
 
     words = command_words(cmd)

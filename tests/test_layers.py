@@ -59,22 +59,7 @@ def _module_name(path: Path, root: Path = ROOT) -> str:
 
 def _imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
     """(line, module) for every import statement of a star module in a file, function-local ones included."""
-    here = _module_name(path, root)
-    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
-    out = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            out += [(node.lineno, a.name) for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            out.append((node.lineno, target))
-            out += [(node.lineno, f"{target}.{a.name}") for a in node.names
-                    if (root / Path(*f"{target}.{a.name}".split("."))).with_suffix(".py").is_file()]
-    return [(line, m) for line, m in out if m == "star" or m.startswith("star.")]
+    return [(line, m) for line, m in stage_deps.import_statements(path, root) if m == "star" or m.startswith("star.")]
 
 
 def _files(root: Path = ROOT) -> list[Path]:
