@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from star.params_io import set_dotted
+from star.params_io import layer_to_dotted, set_dotted
 
 Profile = Literal["smoke", "cpu", "paper-1.5b", "paper-3b", "paper-7b"]
 
@@ -111,15 +111,6 @@ SMALL_OVERRIDES: dict[str, dict[str, dict]] = {
 }
 
 
-def _merge(into: dict, layer: dict) -> None:
-    """Nested sections merge key by key (a params file's `arpo: {entropy_tokens: 4}` keeps a profile's `initial`)."""
-    for key, value in layer.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _merge(into[key], value)
-        else:
-            into[key] = value
-
-
 def resolve_config(cls, section: str, profile: str | None = None, path=None, sets: list[str] | None = None):
     """Build `cls` from: field defaults < small-profile overrides < a params file < `--set key=value` pairs.
 
@@ -141,7 +132,9 @@ def resolve_config(cls, section: str, profile: str | None = None, path=None, set
         data = yaml.safe_load(p.read_text()) or {}
         if not isinstance(data, dict):
             raise ValueError(f"{p}: expected a mapping of {cls.__name__} fields")
-        _merge(values, data.get(section, data) if section in data else data)
+        # nested sections merge key by key, as params/ layers do (`arpo: {entropy_tokens: 4}` keeps `initial`)
+        for key, value in layer_to_dotted(data.get(section, data) if section in data else data).items():
+            set_dotted(values, key, value, source=str(p))
     for item in sets or []:
         key, sep, raw = item.partition("=")
         if not sep:
