@@ -17,7 +17,7 @@ from star.evaluation.config import SPLIT_DENOMINATORS
 from star.evaluation.hard import HARD_KEYS, LOCAL_TO_HARD
 from star.evaluation.lookup import Lookup
 from star.evaluation.queries import QueryError, normalize_query
-from star.evaluation.slots import CHECK_SLOTS, VACUOUS, plan_slots, required_slots
+from star.evaluation.slots import CHECK_SLOTS, VACUOUS, plan_slots
 from star.sandbox.rows import Database
 
 MODES = ("official", "strict")
@@ -154,12 +154,11 @@ def evaluate_plan(query: dict, plan, db: Database, mode: str = "strict", *, look
     n_hard, n_hard_official = hard_counts(query)
     score = PlanScore(delivered=bool(plan), commonsense=None, hard=None, mode=mode, level=query.get("level"),
                       n_hard=n_hard, n_hard_official=n_hard_official, days_asked=int(query["days"]))
-    score.slots_required = score.slots_empty = sum(required_slots(query).values())
+    slots = plan_slots(query, plan, lk)  # an undelivered plan fills none of them
+    score.slots_required, score.slot_credit, score.slots_empty = slots.n_required, slots.credit, slots.empty()
     if not plan:
         return score
     score.days_covered = days_covered(plan, score.days_asked)
-    slots = plan_slots(query, plan, lk)
-    score.slot_credit, score.slots_empty = slots.credit, slots.empty()
     if not isinstance(plan, list):
         if not strict:
             return _aborted(score, f"the plan is a {type(plan).__name__}, not a list of days")

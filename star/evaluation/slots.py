@@ -91,9 +91,9 @@ def _ok(q: dict, day: dict, i: int, lk: Lookup) -> bool:
 
 def plan_slots(query: dict, plan, lk: Lookup) -> Slots:
     """Which required slots `plan` fills, and with how many valid items (strict reading, never raises)."""
-    slots = Slots(required=required_slots(query))
+    required = required_slots(query)
     if not isinstance(plan, list):
-        return slots
+        return Slots(required=required)
     n = int(query["days"])
     days = [d if isinstance(d, dict) else {} for d in plan[:n]]
     canon = C._canonical_cities(lk)
@@ -142,7 +142,7 @@ def plan_slots(query: dict, plan, lk: Lookup) -> Slots:
     if "Self-driving" in used and used & {"Flight", "Taxi"}:
         valid["transportation"] -= sum(1 for k in kinds if "Self-driving" in k)
     _stays(query, days, lk, filled, valid)
-    return Slots(required=slots.required, filled=filled, valid=valid)
+    return Slots(required=required, filled=filled, valid=valid)
 
 
 def _stays(query: dict, days: list[dict], lk: Lookup, filled: dict, valid: dict) -> None:
