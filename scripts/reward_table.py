@@ -7,14 +7,20 @@ plans file per degradation (star.evaluation.degrade) under --out, scores each fi
 strict --reward NAME` does (its Python entry, `evaluate_files`) for every registered reward, and prints the
 mean per plan as a markdown table. Any cell can be re-run by hand:
 
-    star evaluate --queries OUT/queries.jsonl --plans "OUT/plans/one wrong item.jsonl" --db $STAR_DB --reward quality --out r.json
+    star evaluate --queries OUT/queries.jsonl --plans OUT/plans/one-wrong-item.jsonl --db $STAR_DB --reward quality --out r.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
+
+
+def slug(name: str) -> str:
+    """A row's plans file name: `skeleton (cities + transport)` -> `skeleton-cities-transport`."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,12 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     write_jsonl(out / "queries.jsonl", queries)
     plans = [degraded_plans(q) for q in queries]
     for name in DEGRADATIONS:
-        write_jsonl(out / "plans" / f"{name}.jsonl", [{"idx": i, "plan": p[name]} for i, p in enumerate(plans)])
+        write_jsonl(out / "plans" / f"{slug(name)}.jsonl", [{"idx": i, "plan": p[name]} for i, p in enumerate(plans)])
     means = {name: {} for name in DEGRADATIONS}
     per_query = {r: [dict() for _ in queries] for r in REWARDS}
     for name in DEGRADATIONS:
         for reward in REWARDS:
-            report = evaluate_files(out / "queries.jsonl", out / "plans" / f"{name}.jsonl", args.db, "strict",
+            report = evaluate_files(out / "queries.jsonl", out / "plans" / f"{slug(name)}.jsonl", args.db, "strict",
                                     progress=False, reward=reward)
             means[name][reward] = report["reward"]["mean"]
             for p in report["per_plan"]:
