@@ -92,10 +92,15 @@ class BuiltinTeacher:
         self.tokenizer = tokenizer  # optional: counts tokens of the chat for reports
 
     # -- protocol helpers -------------------------------------------------------------------------
+    def _think(self, text: str, action: str) -> str:
+        """The turn's reasoning: as written, or (think=brief) a fixed phrase naming the action, which a
+        model trained from scratch can learn in minutes (restating the query is where tiny models break)."""
+        return text if self.config.think == "reasoned" else f"Next: {action}."
+
     def _call(self, tool: str, args: dict, think: str) -> ToolResult:
         if self.env.tool_calls >= self.agent_config.tool_budget:
             raise _EpisodeOver()
-        _, _, done, info = self.env.step(render_tool_call(tool, args, think))
+        _, _, done, info = self.env.step(render_tool_call(tool, args, self._think(think, tool)))
         if done:
             raise _EpisodeOver()
         result: ToolResult = info["result"]
@@ -384,7 +389,7 @@ class BuiltinTeacher:
         think = (f"I have transport for every leg and enough places to stay, eat and visit. The cheapest "
                  f"plan that meets every requirement costs {_money(cost)}"
                  + (f", within the {_money(q['budget'])} budget." if q.get("budget") else "."))
-        self.env.step(render_answer(format_plan_text(result.plan), think))
+        self.env.step(render_answer(format_plan_text(result.plan), self._think(think, "the plan")))
 
     def _give_up(self, q: dict, why: str) -> None:
         """Answer with the closest plan it can build (it will fail a check), or a bare skeleton."""
@@ -401,4 +406,4 @@ class BuiltinTeacher:
                      (f"from {q['org']} to {q['dest']}" if d == 1 else f"from {q['dest']} to {q['org']}"),
                      "transportation": "-", "breakfast": "-", "attraction": "-", "lunch": "-", "dinner": "-",
                      "accommodation": "-"} for d in range(1, int(q["days"]) + 1)]
-        self.env.step(render_answer(format_plan_text(plan), why))
+        self.env.step(render_answer(format_plan_text(plan), self._think(why, "the plan")))

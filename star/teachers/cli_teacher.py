@@ -51,6 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     habits.add_argument("--p-typo", type=float, default=b.p_typo, help="chance per city search of a misspelling first")
     habits.add_argument("--p-skip-distance", type=float, default=b.p_skip_distance,
                         help="chance of not checking driving/taxi for a leg")
+    habits.add_argument("--think", choices=("reasoned", "brief"), default=b.think,
+                        help="reasoned: thoughts that restate the facts; brief: a fixed phrase per action")
     habits.add_argument("--max-cities", type=int, default=b.max_cities, help="most candidate cities of a state it explores")
     parser.add_argument("--tokenizer", default=None, help="tokenizer directory to count tokens (default ~4 chars/token)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -110,7 +112,7 @@ def run(args) -> int:
                         max_new_tokens=args.max_new_tokens,
                         builtin=BuiltinTeacherConfig(p_redundant=args.p_redundant, p_typo=args.p_typo,
                                                      p_skip_distance=args.p_skip_distance,
-                                                     max_cities=args.max_cities))
+                                                     max_cities=args.max_cities, think=args.think))
     agent = AgentConfig(style=args.style, failure_rate=args.failure_rate, eval_mode=args.eval_mode,
                         tool_budget=args.tool_budget)
     queries = load_queries(args.queries)

@@ -24,6 +24,8 @@ class BuiltinTeacherConfig(BaseModel):
     """Times an unavailable tool is retried before the teacher moves on without it."""
     reach_probes: int = Field(12, ge=0)
     """Most calls spent, before choosing a state's cities, probing which ones the origin reaches (0: no probing)."""
+    think: Literal["reasoned", "brief"] = "reasoned"
+    """reasoned: each <think> restates what it knows and why; brief: a fixed phrase per action (nothing to copy)."""
 
 
 class TeacherConfig(BaseModel):

@@ -94,3 +94,17 @@ def test_teacher_probes_reachability_before_choosing_cities(any_db):
                 if t.success:
                     assert evaluate_plan(q, t.plan, any_db, mode="strict").success
     assert wins[12] >= 10 and wins[12] >= wins[0] + 5, wins
+
+
+def test_brief_thinking_changes_only_the_thoughts(generated_db, synthetic_queries):
+    from star.teachers.config import BuiltinTeacherConfig
+
+    full = BuiltinTeacher(generated_db)
+    brief = BuiltinTeacher(generated_db, config=BuiltinTeacherConfig(think="brief"))
+    for i, q in enumerate(synthetic_queries[:6]):
+        a, b = full.run(q, str(i), 0, seed=i), brief.run(q, str(i), 0, seed=i)
+        turns_a = [parse_turn(m["content"]) for m in a.messages if m["role"] == "assistant"]
+        turns_b = [parse_turn(m["content"]) for m in b.messages if m["role"] == "assistant"]
+        assert [(t.tool, t.arguments, t.answer) for t in turns_a] == [(t.tool, t.arguments, t.answer) for t in turns_b]
+        assert all(t.ok for t in turns_b) and b.success == a.success
+        assert {t.think for t in turns_b} <= {f"Next: {t.tool or 'the plan'}." for t in turns_b}
