@@ -23,10 +23,13 @@ import time
 from pathlib import Path
 
 from star.config import validate_sections
-from star.params_io import ConfigError
+from star.params_io import ConfigError, flatten
 from star.tracking.config import TrackingConfig
+from star.tracking import lineage
+from star.tracking.episodes import log_episode_table, log_episode_traces
 from star.tracking.mlflow_logging import (
     DVC_LOCK,
+    HEADLINE_KEYS,
     KIND,
     PARAMS_DIGEST,
     PARENT_ENV,
@@ -102,10 +105,77 @@ def tracker_tags(tracker) -> dict:
     return provenance_tags()
 
 
-def _after(tracker, run_id: str, args, elapsed: float) -> None:
+OUTPUTS_DIGEST = "star.outputs_digest"  # the result files a stage wrote: a restored copy of it has the same
+
+
+def result_files(args) -> list[str]:
+    """The files the stage reports (metrics, step curves, evaluation tables, trajectories), in option order."""
+    evals = [item.partition("=")[2] or item for item in args.eval_tables]
+    return [*args.metrics, *args.steps, *evals, *args.trajectories]
+
+
+def outputs_digest(args, root: Path = Path(".")) -> str | None:
+    """sha256 over the stage's result files: DVC restoring the stage from its run-cache brings back these
+    same bytes, so the restored stage's run finds the run that computed them by this tag."""
+    files = [root / f for f in result_files(args)]
+    if not files or not all(f.is_file() for f in files):
+        return None
+    return hashlib.sha256("".join(lineage.file_md5(f) for f in files).encode()).hexdigest()[:32]
+
+
+def run_name(stage: str, params: dict) -> str:
+    """`reward=sum · grpo` inside an ablation's variant, the stage's name alone elsewhere."""
+    variant = (params.get("run") or {}).get("variant")
+    return f"{variant} · {stage}" if variant else stage
+
+
+def dvc_stage(root: Path) -> tuple[str, list[str], list[str]] | None:
+    """The DVC stage this process runs as ($DVC_STAGE, set by DVC): its address, deps and outs."""
+    address = os.environ.get("DVC_STAGE")
+    if not address:
+        return None
+    from dvc.repo import Repo
+
+    with Repo(str(root)) as repo:
+        stage = repo.stage.collect(address)[0]
+        return address, [d.def_path for d in stage.deps], [o.def_path for o in stage.outs]
+
+
+def log_lineage(tracker, run_id: str, params: dict, metrics: dict, trained: bool = False,
+                root: Path = Path(".")) -> None:
+    """Datasets read as MLflow inputs; the model directories a training stage (`trained`) wrote as logged,
+    registered models; a model read (an evaluation's) as the run's model input, with the evaluation's
+    headline metrics against it."""
+    found = dvc_stage(root)
+    if found is None:
+        return
+    address, deps, outs = found
+    client, run = tracker.client, (params.get("run") or {})
+    lineage.log_datasets(client, run_id, lineage.data_deps(deps, root), root, lineage.dataset_context(address))
+    for rel in lineage.model_dirs([d for d in deps if d.startswith("models/")], root):
+        model_id = lineage.find_model(client, tracker.experiment_id, root / rel)
+        if model_id:
+            lineage.link_model_input(client, run_id, model_id)
+            if metrics and address.startswith("eval"):
+                lineage.log_model_metrics(client, run_id, model_id, metrics)
+    profile = run.get("profile") or (params.get("model") or {}).get("profile") or "default"
+    section = {"sft": "sft", "grpo": "rl"}.get(address)
+    if trained:
+        lineage.log_models(client, tracker.experiment_id, run_id, lineage.model_dirs(outs, root), root, address,
+                           profile, run.get("variant"), flatten_section(params, section))
+
+
+def flatten_section(params: dict, section: str | None) -> dict:
+    return flatten({section: params[section]}) if section and isinstance(params.get(section), dict) else {}
+
+
+def _after(tracker, run_id: str, args, elapsed: float, params: dict | None = None) -> None:
     import json
 
     tracker.log_metrics(run_id, {"stage.seconds": elapsed})
+    digest = outputs_digest(args)
+    if digest:
+        tracker.client.set_tag(run_id, OUTPUTS_DIGEST, digest)
     for path in args.metrics:
         if Path(path).is_file():
             data = json.loads(Path(path).read_text())
@@ -113,6 +183,7 @@ def _after(tracker, run_id: str, args, elapsed: float) -> None:
                 tracker.log_results(run_id, data)
             tracker.log_artifact(run_id, path, "outputs")
     already = set(tracker.client.get_run(run_id).data.metrics)
+    headline: dict[str, float] = {}
     for path in args.steps:
         if Path(path).is_file():
             records = read_jsonl(path)
@@ -129,12 +200,31 @@ def _after(tracker, run_id: str, args, elapsed: float) -> None:
             data = json.loads(Path(path).read_text())
             table = data.get("metrics", data) if isinstance(data, dict) else {}
             tracker.log_eval_table(run_id, table, name=name)
+            headline.update(headline_metrics(table, name))
     for path in args.trajectories:
         if Path(path).is_file():
-            tracker.log_trajectories(run_id, read_jsonl(path), name=f"trajectories/{Path(path).stem}")
+            episodes = read_jsonl(path)
+            tracker.log_trajectories(run_id, episodes, name=f"trajectories/{Path(path).stem}")
+            try:  # browsable episodes: a table of all; a trace each for an evaluation's
+                log_episode_table(tracker.client, run_id, episodes, f"episodes/{Path(path).stem}.json")
+                if args.eval_tables:
+                    log_episode_traces(tracker.client, tracker.experiment_id, run_id, episodes)
+            except Exception as exc:
+                print(f"stage_run: episodes of {path} not logged as a table/traces ({type(exc).__name__}: {exc})",
+                      file=sys.stderr)
     for path in args.artifact:
         if Path(path).exists():
             tracker.log_artifact(run_id, path, "outputs")
+    try:
+        log_lineage(tracker, run_id, params or {}, headline, trained=bool(args.steps))
+    except Exception as exc:  # lineage is bookkeeping: the stage's results are already logged
+        print(f"stage_run: datasets/models of {args.stage} not logged ({type(exc).__name__}: {exc})",
+              file=sys.stderr)
+
+
+def headline_metrics(table: dict, name: str) -> dict[str, float]:
+    """The evaluation's headline rates (one unit: fractions) for the model they describe."""
+    return {f"{name}.{k}": float(table[k]) for k in HEADLINE_KEYS if isinstance(table.get(k), (int, float))}
 
 
 def split_command(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -143,6 +233,19 @@ def split_command(argv: list[str]) -> tuple[list[str], list[str]]:
         return argv, []
     i = argv.index("--")
     return argv[:i], argv[i + 1:]
+
+
+def parse_stage_command(cmd: str) -> argparse.Namespace | None:
+    """The wrapper's options in a stage's rendered dvc.yaml command (None when it is not wrapped)."""
+    import shlex
+
+    words = shlex.split(cmd)
+    if "star.orchestration.stage_run" not in words:
+        return None
+    options, _ = split_command(words[words.index("star.orchestration.stage_run") + 1:])
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    return parser.parse_known_args(options)[0]
 
 
 def normalise_command(command: list[str]) -> list[str]:
@@ -170,6 +273,20 @@ def _stop(signum, frame):
     raise _Stopped()
 
 
+def system_monitor(tracker, run_id: str):
+    """MLflow's system metrics (CPU, memory, disk, GPU where present) on a training stage's run (one with
+    step curves), sampled every 5 s while its command runs; None when MLflow cannot start the monitor."""
+    try:
+        from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+        monitor = SystemMetricsMonitor(run_id, sampling_interval=5, tracking_uri=tracker.uri)
+        monitor.start()
+        return monitor
+    except Exception as exc:
+        print(f"stage_run: no system metrics ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return None
+
+
 def run(args: argparse.Namespace) -> int:
     quiet_telemetry()
     command = normalise_command(list(getattr(args, "command", []) or []))
@@ -189,7 +306,10 @@ def run(args: argparse.Namespace) -> int:
         tracking = TrackingConfig.model_validate(params.get("tracking") or {})
         tracker = Tracker(tracking, Path(args.project_dir))
         parent = os.environ.get(PARENT_ENV) or _pipeline_parent(tracker, params, args.params)
-        run_id = tracker.start_run(args.stage, "stage", parent_id=parent, tags={STAGE: args.stage})
+        # Named as DVC names the stage (`eval_agent@rl`), which a restored stage's run is named by too.
+        address = os.environ.get("DVC_STAGE", "").split(":")[-1] or args.stage
+        run_id = tracker.start_run(run_name(address, params), "stage", parent_id=parent,
+                                   tags={STAGE: args.stage})
         tracker.log_params(run_id, {s: params[s] for s in sections if s in params})
         tracker.log_dict(run_id, {"command": command}, "command.json")
     except Exception as exc:  # tracking must never cost a stage its work
@@ -203,6 +323,7 @@ def run(args: argparse.Namespace) -> int:
     start = time.time()
     stopped = None
     previous = signal.signal(signal.SIGTERM, _stop)
+    monitor = system_monitor(tracker, run_id) if tracker is not None and args.steps else None
     try:
         rc = subprocess.run(command, env=env).returncode  # an exception here kills the command
     except FileNotFoundError:
@@ -213,11 +334,13 @@ def run(args: argparse.Namespace) -> int:
         rc = 130 if stopped == "SIGINT" else 143
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if monitor is not None:
+            monitor.finish()
     elapsed = time.time() - start
     if tracker is not None:
         try:
             if rc == 0:
-                _after(tracker, run_id, args, elapsed)
+                _after(tracker, run_id, args, elapsed, params)
             if stopped:  # cancelled, or the run's process died: say so where the stage's run is read
                 tracker.client.set_tag(run_id, "star.failed_stage", args.stage)
                 tracker.client.set_tag(run_id, "star.error", f"stage {args.stage} stopped by {stopped} after "

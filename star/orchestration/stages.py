@@ -139,6 +139,15 @@ def stage_order(repo_dir: Path = PROJECT_DIR) -> list[str]:
     return [s.name for s in order if s in position]
 
 
+def stage_command(repo_dir: Path, stage: str) -> str:
+    """A stage's command as DVC renders it (vars and foreach items filled in)."""
+    stages, _ = _index(Path(repo_dir))
+    found = next((s for s in stages if s.name == stage), None)
+    if found is None:
+        raise StageError(f"dvc.yaml has no stage {stage!r}")
+    return found.cmd if isinstance(found.cmd, str) else " ".join(found.cmd)
+
+
 def stage_meta(repo_dir: Path = PROJECT_DIR) -> dict[str, dict]:
     """Each stage's `meta:` block from dvc.yaml (e.g. `meta: {retries: 0}` for training stages)."""
     stages, _ = _index(Path(repo_dir))

@@ -41,6 +41,11 @@ GIT_COMMIT = "git.commit"
 GIT_DIRTY = "git.dirty"
 DVC_LOCK = "dvc.lock_sha256"
 
+# The evaluation rates people compare first (fractions 0-1, as the evaluator writes them): the metrics
+# logged against a model and charted first.
+HEADLINE_KEYS = ("success_rate", "delivery_rate", "commonsense_macro", "hard_macro", "commonsense_micro",
+                 "hard_micro", "hacked_rate")
+
 BULKY_KEYS = {"token_ids", "policy_mask", "logprobs"}
 MAX_PARAM_VALUE = 6000  # MLflow 3 limit on one param value
 TELEMETRY_OFF = {"DO_NOT_TRACK": "1", "MLFLOW_DISABLE_TELEMETRY": "true",
@@ -219,13 +224,18 @@ class Tracker:
     def log_dict(self, run_id: str, data: Any, artifact_file: str) -> None:
         self.client.log_dict(run_id, data, artifact_file)
 
-    def log_eval_table(self, run_id: str, metrics: dict[str, Any], name: str = "eval") -> int:
-        """An evaluation's metric table: every number as a metric (its `config` as params), the whole
-        table as JSON + CSV artifacts.
+    def log_eval_table(self, run_id: str, metrics: dict[str, Any], name: str = "eval",
+                       only: Iterable[str] | None = None) -> int:
+        """An evaluation's metric table: every number as a metric (its `config` as params), or only the
+        top-level keys `only` (a variant's run charts its headline rates, not 70 one-point bars); the
+        whole table as JSON + CSV artifacts either way.
 
         Expects the evaluator's aggregate keys (delivery_rate, commonsense_micro/macro,
         hard_micro/macro, success_rate) and optional nested breakdowns (per level, per check)."""
-        n = self.log_results(run_id, metrics, prefix=f"{name}.")
+        if only is None:
+            n = self.log_results(run_id, metrics, prefix=f"{name}.")
+        else:
+            n = self.log_metrics(run_id, {k: metrics[k] for k in only if k in metrics}, prefix=f"{name}.")
         self.log_dict(run_id, metrics, f"{name}/metrics.json")
         rows = eval_rows({k: v for k, v in metrics.items() if k != "config"})
         buf = io.StringIO()

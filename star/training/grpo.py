@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from star.agent.config import AgentConfig
+from star.jsonl import read_jsonl
 from star.evaluation.rewards import SCHEDULED, compute_reward, resolve
 from star.rollout.backends.select import resolve_backend
 from star.rollout.backends.vllm import VLLMBackend
@@ -477,7 +478,10 @@ class GRPOTrainer:
         bar.close()
         self._save_model("last", {"step": self.step})
         selected = self._select()
-        summary = {"steps": self.step, "resumed": resumed, "stopped_by_time_limit": timed_out, "best": self.best,
+        # Every step's record, those before a resume included: how many updates the RL model is away from SFT.
+        records = read_jsonl(self.logger.path) if self.logger.path and self.logger.path.is_file() else [last]
+        updates = int(sum(r.get("optimizer_steps", 0) for r in records))
+        summary = {"steps": self.step, "optimizer_steps": updates, "resumed": resumed, "stopped_by_time_limit": timed_out, "best": self.best,
                    "selected": selected, "ranks": self.world, "last_metrics": last, "config": cfg.model_dump()}
         if self.rank == 0:
             (self.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
