@@ -109,6 +109,63 @@ def run_title(name: str, profile: str | None, overrides: dict | None) -> str:
     return f"{name} ({profile or 'default'}{'; ' + label if label else ''})"
 
 
+def _artifact_key(text: str) -> str:
+    """Prefect artifact keys: lower-case letters, digits and dashes."""
+    import re
+
+    return re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", text.lower())).strip("-")[:100] or "star"
+
+
+def _report_artifacts(tracker, parent: str, name: str, markdown: str, outcomes: list[dict]) -> None:
+    """The report as the flow run's markdown artifact, and links to the MLflow parent and each variant's run."""
+    from prefect.artifacts import create_link_artifact, create_markdown_artifact
+
+    from star.tracking.mlflow_logging import ui_url
+
+    base = os.environ.get("STAR_MLFLOW_UI", "http://127.0.0.1:5000")
+    key = _artifact_key(f"{name}-report")
+    create_markdown_artifact(markdown, key=key, description=f"ablation {name}: verdict, metrics, paired tests")
+    create_link_artifact(ui_url(base, tracker.experiment_id, parent), link_text=f"MLflow: ablation {name}",
+                         key=_artifact_key(f"{name}-mlflow"), description="the MLflow parent run (report artifacts)")
+    for o in outcomes:
+        create_link_artifact(ui_url(base, tracker.experiment_id, o["run_id"]), link_text=f"MLflow: {o['variant']}",
+                             key=_artifact_key(f"{name}-{o['variant']}-mlflow"),
+                             description=f"variant {o['variant']}: its MLflow run (stages nested below)")
+
+
+def _restored_run(tracker, ws, stage: str, run_id: str, status: str) -> str:
+    """A stage DVC restored from its run-cache: a run named like the computed one, carrying the metrics of
+    the run that computed these outputs (found by the digest of its result files) and a link to it."""
+    from star.orchestration.stage_run import OUTPUTS_DIGEST, outputs_digest, parse_stage_command
+    from star.orchestration.stages import stage_command
+    from star.tracking import mlflow_logging as ml
+
+    args = parse_stage_command(stage_command(ws.path, stage))
+    digest = outputs_digest(args, ws.path) if args is not None else None
+    source = None
+    if digest:
+        found = tracker.find_runs(f"tags.`{OUTPUTS_DIGEST}` = '{digest}' and attributes.status = 'FINISHED'")
+        source = next((r for r in found if r.data.tags.get("star.cached") != "true"), None)
+    variant = tracker.client.get_run(run_id).data.tags.get(ml.VARIANT) or ""
+    name = f"{variant} · {stage}" if variant else stage
+    tags = {ml.STAGE: stage, "star.cached": "true", "star.dvc": status}
+    if digest:
+        tags[OUTPUTS_DIGEST] = digest
+    if source is not None:
+        tags["star.computed_by"] = source.info.run_id
+        tags["mlflow.note.content"] = (f"Restored by DVC from its run-cache: computed by run "
+                                       f"[{source.info.run_name}]({ui_url_rel(source)}); its metrics are copied here.")
+    sid = tracker.start_run(name, "stage", parent_id=run_id, tags=tags)
+    if source is not None:
+        tracker.log_metrics(sid, dict(source.data.metrics))
+    tracker.end_run(sid)
+    return sid
+
+
+def ui_url_rel(run) -> str:
+    return f"#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}"
+
+
 class VariantFailed(RuntimeError):
     """A variant failed; the message is one line: the variant, the stage and the reason."""
 
@@ -180,17 +237,18 @@ def run_one(profile: str | None, ablation: str | None, variant: str | None, over
             result = t(ws, stage)
             results[stage] = result.status
             if result.cached:  # still one stage run per stage in MLflow, saying where the output came from
-                sid = tracker.start_run(stage.replace("@", "_"), "stage", parent_id=run_id,
-                                        tags={ml.STAGE: stage, "star.cached": "true", "star.dvc": result.status})
-                tracker.end_run(sid)
+                _restored_run(tracker, ws, stage, run_id, result.status)
         stage = "dvc exp save"
         hold.update(stage=stage, pgid=None)
         _pause_point("exp_save")
         exp = ws.save_experiment(experiment_name(cfg.variant, profile, overrides), list(results))
         tracker.client.set_tag(run_id, "star.dvc_experiment", exp)
         final = _read_metrics(ws.path / "metrics/eval/rl/metrics.json")
-        if final:
-            tracker.log_eval_table(run_id, final, name="eval")
+        if final:  # the headline rates as metrics (charted, compared across variants); the full table as files
+            tracker.log_eval_table(run_id, final, name="eval", only=ml.HEADLINE_KEYS)
+        summary_file = ws.path / "models/rl/summary.json"
+        if summary_file.is_file():
+            tracker.log_metrics(run_id, {"grpo.updates": json.loads(summary_file.read_text()).get("optimizer_steps", 0)})
         for rel in VARIANT_FILES:
             if (ws.path / rel).is_file():
                 tracker.log_artifact(run_id, ws.path / rel, str(Path("variant") / Path(rel).parent))
@@ -437,6 +495,7 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
                 files = rep_write.write_report(report, results, out_dir)  # one run at a time writes the folder
             rep_write.log_report(tracker, parent, report, files)
             summary["report"] = str(files["markdown"])
+            _report_artifacts(tracker, parent, name, files["markdown"].read_text(), outcomes)
             logger.info("\n" + files["markdown"].read_text())
         if failed:
             raise AblationFailed(f"{len(failed)} of {len(variants)} variants failed: " + "; ".join(failed.values()))
@@ -453,7 +512,19 @@ def run_ablation(ablation: str, profile: str | None, overrides: dict | None, sta
         run_hold.release(remove_lock=True)
 
 
-@flow(name="star", log_prints=True, persist_result=True)
+def flow_run_name() -> str:
+    """A flow run's name says what it runs: `reward · smoke`, `reward=sum · smoke`, `pipeline · cpu`."""
+    from prefect.runtime import flow_run
+
+    p = flow_run.parameters or {}
+    what = p.get("variant") or (Path(str(p["ablation"])).stem if p.get("ablation") else "pipeline")
+    if p.get("levels"):
+        what += "[" + ",".join(map(str, p["levels"])) + "]"
+    name = f"{what} · {p.get('profile') or 'default'}"
+    return name + (" · " + ", ".join(f"{k}={v}" for k, v in p["overrides"].items()) if p.get("overrides") else "")
+
+
+@flow(name="star", log_prints=True, persist_result=True, flow_run_name=flow_run_name)
 def star(ablation: str | None = None, variant: str | None = None, profile: str | None = DEFAULT_PROFILE,
          overrides: dict[str, Any] | None = None, stages: list[str] | None = None, concurrency: int | None = None,
          parent_run_id: str | None = None, commit: str | None = None, pool: str | None = None,

@@ -3,6 +3,8 @@
     .venv/bin/python scripts/mlflow_ui_screenshot.py --out mlflow_ui.png            # starts its own UI
     .venv/bin/python scripts/mlflow_ui_screenshot.py --url http://127.0.0.1:5000 --out ui.png
     .venv/bin/python scripts/mlflow_ui_screenshot.py --compare PARENT_RUN_ID --out compare.png  # its variants side by side
+    .venv/bin/python scripts/mlflow_ui_screenshot.py --page '#/models/star-smoke' --expect star-smoke --out models.png
+    .venv/bin/python scripts/mlflow_ui_screenshot.py --run RUN_ID --page /traces --out traces.png  # a run's tab
 
 Without --url it starts `mlflow server` on a free 127.0.0.1 port against the project's store
 (sqlite:///mlflow.db, or $MLFLOW_TRACKING_URI), opens the experiment page of `--experiment`, dumps
@@ -72,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run", default=None, help="capture this run's page (its report artifacts) instead")
     p.add_argument("--compare", default=None, metavar="PARENT",
                    help="capture MLflow's compare-runs page of this ablation parent's child runs instead")
+    p.add_argument("--page", default=None, metavar="PATH",
+                   help="capture this UI path instead, e.g. '#/models/star-smoke' or a run's tail '/traces' with --run")
     p.add_argument("--expect", action="append", default=[], help="text the rendered page must contain (repeatable)")
     p.add_argument("--out", default="mlflow_ui.png", help="screenshot path")
     p.add_argument("--height", type=int, default=950, help="window height in pixels (a long compare page: 2400)")
@@ -118,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
         # a run alone: its artifacts tab, opened on the comparison report
         page = compare_url(url, exp.experiment_id, [r.info.run_id for r in children]) if children else \
             ui_url(url, exp.experiment_id, args.run, "/artifacts/report/report.md" if args.run else "")
+        if args.page and args.run:  # another tab of the run: '/traces', '/artifacts/episodes/trajectories.json'
+            page = ui_url(url, exp.experiment_id, args.run, args.page)
+        elif args.page:
+            page, expected = f"{url.rstrip('/')}/{args.page.lstrip('/')}", set()
         dom = chromium(["--dump-dom", page], args.timeout, args.height).stdout
         shown = sorted(n for n in expected if n in dom)
         missing = [t for t in args.expect if t not in dom]

@@ -93,6 +93,11 @@ def door_repro() -> None:
     check(paired["queries"] == val and (PROJECT / "metrics/compare/compare.png").is_file(), "repro",
           f"compare paired the SFT and RL evaluations over {val} validation queries: RL - SFT reward (sum) "
           f"{row['diff']:+.3f} (s.e. {row['diff_se']:.3f})")
+    sft_eval = json.loads((PROJECT / "metrics/eval/sft/metrics.json").read_text())
+    sft_eval = sft_eval.get("metrics", sft_eval)
+    check(sft_eval["mean_tool_calls"] > 0, "repro",
+          f"the SFT model calls tools ({sft_eval['mean_tool_calls']:.1f} an episode; delivery "
+          f"{sft_eval['delivery_rate']:.2f}; GRPO updates {summary.get('optimizer_steps')})")
     again = sh([str(BIN / "dvc"), "repro"], timeout=600)
     check(again.returncode == 0 and "Data and pipelines are up to date" in again.stdout, "repro",
           "a second dvc repro is a no-op")
@@ -163,6 +168,9 @@ def door_ablation(ablation: str) -> None:
     check({"report/report.md", "report/report.json"} <= artifacts and any(a.endswith(".png") for a in artifacts),
           "ablation", f"the comparison report on the parent run: {sorted(artifacts)}")
 
+    _mlflow_entities(client, exp.experiment_id, finished)
+    _prefect_artifacts(m.group(1), ablation)
+
     shown = sh([str(BIN / "dvc"), "exp", "show", "--json"], timeout=600)
     exps = {e["name"]: e for base in json.loads(shown.stdout) for e in (base.get("experiments") or [])}
     names = [variant_slug(v) for v in variants]
@@ -173,6 +181,34 @@ def door_ablation(ablation: str) -> None:
     restored = set(re.findall(r"\[([\w@]+)\] restored", log))
     check({"sandbox", "teacher", "sft"} <= restored, "ablation",
           f"upstream stages restored from DVC's run-cache, not recomputed: {sorted(restored)}")
+
+
+def _mlflow_entities(client, experiment_id: str, variants: dict) -> None:
+    """What an MLflow user looks for: stage runs named by variant, datasets used, logged and registered models."""
+    for name, run in variants.items():
+        stages = {r.info.run_name: r for r in client.search_runs([experiment_id],
+                                                                  f"tags.mlflow.parentRunId = '{run.info.run_id}'")}
+        check(f"{name} · grpo" in stages and f"{name} · eval_agent@rl" in stages, "ablation",
+              f"{name}: stage runs named by variant and stage ({len(stages)}: {sorted(stages)[:3]}, ...)")
+    runs = client.search_runs([experiment_id], "tags.`star.stage` = 'eval_agent_rl'", max_results=50)
+    inputs = [d.dataset.name for r in runs for d in r.inputs.dataset_inputs]
+    check("data/splits/val.jsonl" in inputs, "ablation", f"evaluation runs list their datasets: {sorted(set(inputs))}")
+    versions = client.search_model_versions("name = 'star-smoke'")
+    stages = sorted({v.tags.get("star.stage") for v in versions})
+    check({"sft", "grpo"} <= set(stages), "ablation",
+          f"SFT and RL models registered as star-smoke: {len(versions)} versions from {stages}")
+
+
+def _prefect_artifacts(flow_run_id: str, ablation: str) -> None:
+    import httpx
+
+    run = _prefect_flow_run(flow_run_id)
+    check(run.get("name", "").startswith(f"{ablation} · "), "ablation", f"the flow run is named {run.get('name')!r}")
+    arts = httpx.post(f"{API}/artifacts/filter", json={"artifacts": {"flow_run_id": {"any_": [flow_run_id]}}},
+                      timeout=30).json()
+    kinds = sorted(a["type"] for a in arts)
+    check("markdown" in kinds and kinds.count("link") >= 2, "ablation",
+          f"the flow run holds the report (markdown) and links to MLflow: {kinds}")
 
 
 def door_ui(ablation: str) -> None:
