@@ -5,6 +5,8 @@
     .venv/bin/python scripts/mlflow_ui_screenshot.py --compare PARENT_RUN_ID --out compare.png  # its variants side by side
     .venv/bin/python scripts/mlflow_ui_screenshot.py --page '#/models/star-smoke' --expect star-smoke --out models.png
     .venv/bin/python scripts/mlflow_ui_screenshot.py --run RUN_ID --page /traces --out traces.png  # a run's tab
+    .venv/bin/python scripts/mlflow_ui_screenshot.py --prefect --url http://127.0.0.1:4200 \
+        --page 'runs/flow-run/ID?tab=Artifacts' --expect report --out prefect.png       # the Prefect UI
 
 Without --url it starts `mlflow server` on a free 127.0.0.1 port against the project's store
 (sqlite:///mlflow.db, or $MLFLOW_TRACKING_URI), opens the experiment page of `--experiment`, dumps
@@ -80,8 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="mlflow_ui.png", help="screenshot path")
     p.add_argument("--height", type=int, default=950, help="window height in pixels (a long compare page: 2400)")
     p.add_argument("--timeout", type=float, default=150.0)
+    p.add_argument("--prefect", action="store_true",
+                   help="the page is the Prefect UI at --url (e.g. --page runs/flow-run/ID?tab=Artifacts)")
     args = p.parse_args(argv)
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    if args.prefect:
+        return prefect_page(args)
     uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{PROJECT / 'mlflow.db'}"
 
     import mlflow
@@ -145,6 +151,27 @@ def main(argv: list[str] | None = None) -> int:
                 server.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 os.killpg(server.pid, signal.SIGKILL)
+
+
+def prefect_page(args) -> int:
+    """A page of a running Prefect UI: rendered (every --expect text in its DOM) and captured."""
+    if not args.url or not args.page:
+        print("error: --prefect needs --url (the Prefect server) and --page", file=sys.stderr)
+        return 2
+    if not wait_http(f"{args.url.rstrip('/')}/api/health", args.timeout):
+        print(f"error: Prefect at {args.url} did not answer", file=sys.stderr)
+        return 1
+    page = f"{args.url.rstrip('/')}/{args.page.lstrip('/')}"
+    dom = chromium(["--dump-dom", page], args.timeout, args.height).stdout
+    missing = [t for t in args.expect if t not in dom]
+    if missing:
+        print(f"error: the page does not show {missing}", file=sys.stderr)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    chromium([f"--screenshot={out.resolve()}", page], args.timeout, args.height)
+    ok = out.is_file() and out.read_bytes()[:4] == b"\x89PNG" and not missing
+    print(f"{page}: screenshot {out}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
