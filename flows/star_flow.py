@@ -64,6 +64,10 @@ VARIANT_FILES = ("params.yaml", "metrics/eval/rl/metrics.json", "metrics/eval/rl
                  "metrics/eval/sft/metrics.json", "metrics/eval/base/metrics.json", "models/rl/metrics.jsonl")
 
 
+# GRPO's step curves a variant's run charts (the stage run holds them all).
+VARIANT_CURVES = ("reward_mean", "reward_std", "delivered", "finish_format_error", "tool_calls", "optimizer_steps")
+
+
 def _ablation_dir(cfg, profile: str | None, ablation: str | None, overrides: dict | None) -> Path:
     """runs/PROFILE/ABLATION[_OVERRIDES]/: a run with other overrides gets its own folder and report."""
     from star.ablations import run_dir_name
@@ -249,6 +253,10 @@ def run_one(profile: str | None, ablation: str | None, variant: str | None, over
         summary_file = ws.path / "models/rl/summary.json"
         if summary_file.is_file():
             tracker.log_metrics(run_id, {"grpo.updates": json.loads(summary_file.read_text()).get("optimizer_steps", 0)})
+        curves = ws.path / "models/rl/metrics.jsonl"
+        if curves.is_file():  # GRPO's curves on the variant's own page, not only two levels down on its stage
+            tracker.log_step_metrics(run_id, [{k: r[k] for k in ("step", *VARIANT_CURVES) if k in r}
+                                              for r in ml.read_jsonl(curves)], prefix="grpo.")
         for rel in VARIANT_FILES:
             if (ws.path / rel).is_file():
                 tracker.log_artifact(run_id, ws.path / rel, str(Path("variant") / Path(rel).parent))

@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         # a run alone: its artifacts tab, opened on the comparison report
         page = compare_url(url, exp.experiment_id, [r.info.run_id for r in children]) if children else \
             ui_url(url, exp.experiment_id, args.run, "/artifacts/report/report.md" if args.run else "")
-        if args.page and args.run:  # another tab of the run: '/traces', '/artifacts/episodes/trajectories.json'
+        if args.page is not None and args.run:  # a tab of the run ('/traces'), or "" for its overview
             page = ui_url(url, exp.experiment_id, args.run, args.page)
         elif args.page:
             page, expected = f"{url.rstrip('/')}/{args.page.lstrip('/')}", set()

@@ -225,6 +225,19 @@ def door_ui(ablation: str) -> None:
                parent.info.run_id, "--expect", "report", "--out", str(out)], timeout=600)
     print(proc.stdout[-1500:], proc.stderr[-1500:])
     check(proc.returncode == 0, "ui", f"the MLflow UI renders the parent run with its report ({out})")
+    # What an MLflow user opens next: the registered models, and an evaluation's Datasets used.
+    out = PROJECT / "runs/ci/mlflow_ui_models.png"
+    proc = sh([sys.executable, str(PROJECT / "scripts/mlflow_ui_screenshot.py"), "--url", MLFLOW, "--page", "#/models",
+               "--expect", "star-smoke", "--out", str(out)], timeout=600)
+    check(proc.returncode == 0, "ui", f"the MLflow UI lists the registered model star-smoke ({out})"
+          + ("" if proc.returncode == 0 else f": {proc.stderr[-500:]}"))
+    run = client.search_runs([exp.experiment_id], "tags.`star.stage` = 'eval_agent_rl'", max_results=1,
+                             order_by=["attributes.start_time DESC"])[0]
+    out = PROJECT / "runs/ci/mlflow_ui_eval_run.png"
+    proc = sh([sys.executable, str(PROJECT / "scripts/mlflow_ui_screenshot.py"), "--url", MLFLOW, "--run",
+               run.info.run_id, "--page", "", "--expect", "val.jsonl", "--out", str(out)], timeout=600)
+    check(proc.returncode == 0, "ui", f"the evaluation run {run.info.run_name!r} shows its datasets ({out})"
+          + ("" if proc.returncode == 0 else f": {proc.stderr[-500:]}"))
 
 
 POOL = "star-nodes"
