@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "learn": ("star.qa.cli_learn", "the learning demonstration: SFT -> GRPO on search-tool QA, paired before/after"),
     "curves": ("star.report.cli_curves", "a training run's step metrics (metrics.jsonl) as a table and a plot"),
     "report": ("star.report.cli_report", "compare ablation variants: tables, statistics, plots"),
-    "experiments": ("star.orchestration.cli_experiments", "DVC's experiments side by side: changed params, GRPO updates, headline metrics"),
+    "experiments": ("star.orchestration.cli_experiments", "DVC's experiments side by side: changed params, headline metrics"),
     "serve": ("star.orchestration.cli_serve", "start a local Prefect server + worker and the MLflow UI on 127.0.0.1"),
 }
 

@@ -1,8 +1,8 @@
 """`star experiments`: DVC's experiments (ablation variants included) as one table that fits a terminal.
 
 Reads `dvc exp show --json` (DVC computes it; nothing is re-derived here) and keeps what tells the
-experiments apart: the params whose values differ between them, GRPO's optimizer steps, and the headline
-metrics of the RL model's evaluation. `--all` prints DVC's own full table instead.
+experiments apart: the params whose values differ between them and the headline metrics of the RL model's
+evaluation. `--all` prints DVC's own full table instead.
 """
 
 from __future__ import annotations
@@ -16,16 +16,17 @@ from pathlib import Path
 from star.orchestration.stages import dvc_bin
 from star.tracking.mlflow_logging import HEADLINE_KEYS
 
-# (metrics file, key) -> column header; the RL model's evaluation first, then whether GRPO updated.
-COLUMNS = {**{("metrics/eval/rl/metrics.json", k): k.replace("_rate", "").replace("commonsense", "cs")
-              for k in HEADLINE_KEYS if k not in ("commonsense_micro", "hard_micro")},
-           ("models/rl/summary.json", "optimizer_steps"): "updates"}
+# (metrics file, key) -> column header: the RL model's evaluation (the metrics files dvc.yaml declares).
+COLUMNS = {("metrics/eval/rl/metrics.json", k): k.replace("_rate", "").replace("commonsense", "cs")
+           for k in HEADLINE_KEYS if k not in ("commonsense_micro", "hard_micro")}
 SKIP_PARAMS = ("run.",)  # the variant's own name: the experiment's name already says it
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true", help="DVC's full table (`dvc exp show`), every column")
     parser.add_argument("--width", type=int, default=120, help="widest line printed (default 120)")
+    parser.add_argument("--all-commits", "-A", action="store_true",
+                        help="experiments of every commit (default: those based on HEAD, as `dvc exp show`)")
     parser.add_argument("--repo", default=".", help="the DVC project (default: here)")
 
 
@@ -45,6 +46,8 @@ def experiment_rows(shown: list[dict]) -> list[dict]:
     for commit in shown:
         for exp in [commit] + [e for ex in commit.get("experiments") or [] for e in ex.get("revs") or []]:
             data = exp.get("data") or {}
+            if not data:  # an experiment DVC could not read (failed, queued): nothing to compare
+                continue
             params = {}
             for doc in (data.get("params") or {}).values():
                 params.update(_leaves(doc.get("data") or {}))
@@ -52,7 +55,8 @@ def experiment_rows(shown: list[dict]) -> list[dict]:
             for path, doc in (data.get("metrics") or {}).items():
                 for key, value in _leaves(doc.get("data") or {}).items():
                     metrics[(path, key)] = value
-            name = exp.get("name") or (data.get("rev") or "")[:7] or "workspace"
+            rev = exp.get("rev") or data.get("rev") or "workspace"
+            name = exp.get("name") or (rev if rev == "workspace" else rev[:7])
             rows.append({"name": name, "params": params, "metrics": metrics})
     return rows
 
@@ -67,8 +71,16 @@ def table(rows: list[dict], width: int = 120) -> str:
     """The experiments side by side: name, changed params, headline metrics; columns dropped from the right
     (params first) until the table fits `width`, saying how many were left out."""
     keys = sorted({k for r in rows for k in r["params"]})
-    changed = [k for k in keys if not k.startswith(SKIP_PARAMS)
-               and len({json.dumps(r["params"].get(k), sort_keys=True) for r in rows}) > 1]
+    # The params that tell apart the rows with results (experiments, the workspace); commits without
+    # results (or whose params DVC could not read) only add rows.
+    scored = [r for r in rows if r["params"] and any(c in r["metrics"] for c in COLUMNS)]
+    basis = scored if len(scored) > 1 else [r for r in rows if r["params"]]
+
+    def values(k: str) -> int:
+        return len({json.dumps(r["params"].get(k), sort_keys=True) for r in basis})
+
+    # most distinct values first: the ablation's axis before a value one experiment happened to set
+    changed = sorted((k for k in keys if not k.startswith(SKIP_PARAMS) and values(k) > 1), key=lambda k: -values(k))
     metric_cols = [c for c in COLUMNS if any(c in r["metrics"] for r in rows)]
     header = ["experiment"] + changed + [COLUMNS[c] for c in metric_cols]
     body = [[r["name"]] + [_fmt(r["params"].get(k)) for k in changed] + [_fmt(r["metrics"].get(c)) for c in metric_cols]
@@ -95,8 +107,9 @@ def table(rows: list[dict], width: int = 120) -> str:
 def run(args: argparse.Namespace) -> int:
     dvc = dvc_bin()
     if args.all:
-        return subprocess.run([dvc, "exp", "show"], cwd=args.repo).returncode
-    done = subprocess.run([dvc, "exp", "show", "--json"], cwd=args.repo, capture_output=True, text=True)
+        return subprocess.run([dvc, "exp", "show", *(["-A"] if args.all_commits else [])], cwd=args.repo).returncode
+    done = subprocess.run([dvc, "exp", "show", "--json", *(["-A"] if args.all_commits else [])], cwd=args.repo,
+                          capture_output=True, text=True)
     if done.returncode != 0:
         print(f"star experiments: `dvc exp show --json` failed in {Path(args.repo).resolve()}:\n{done.stderr}",
               file=sys.stderr)

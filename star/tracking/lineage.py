@@ -63,8 +63,10 @@ def model_dirs(outs: list[str], root: Path) -> list[str]:
 
 
 def data_deps(deps: list[str], root: Path) -> list[str]:
-    """The data a stage read: its dependencies under data/ (queries, SFT data, the sandbox database)."""
-    return [d for d in deps if d.split("/")[0] == "data" and (root / d).exists()]
+    """The data a stage read: its dependencies under data/, files (queries, SFT data) before folders (the
+    sandbox database), so the UI's first dataset shown is the one the stage is about."""
+    found = [d for d in deps if d.split("/")[0] == "data" and (root / d).exists()]
+    return sorted(found, key=lambda d: (root / d).is_dir())
 
 
 def dataset_context(stage: str) -> str:

@@ -13,19 +13,21 @@ def _exp(name, reward, success, updates, lr=1e-4):
                                                           "commonsense_macro": 0.1, "hard_macro": 0.0,
                                                           "hacked_rate": 0.0, "n": 4}},
                "models/rl/summary.json": {"data": {"optimizer_steps": updates, "steps": 2}}}
-    return {"name": name, "data": {"rev": "abc1234def", "params": params, "metrics": metrics}}
+    return {"name": name, "data": {"rev": "workspace" if name is None else "abc1234def", "params": params,
+                                   "metrics": metrics}}
 
 
-SHOWN = [{**_exp(None, "quality", 0.0, 0), "experiments": [
+SHOWN = [{"name": "main", "data": {"rev": "abc1234def"}},
+         {**_exp(None, "quality", 0.0, 0), "experiments": [
     {"revs": [_exp("reward-sum", "sum", 0.25, 2)]}, {"revs": [_exp("reward-macro", "macro", 0.0, 0)]}]}]
 
 
 def test_the_table_keeps_changed_params_and_headline_metrics():
     rows = experiment_rows(SHOWN)
-    assert [r["name"] for r in rows] == ["abc1234", "reward-sum", "reward-macro"]
+    assert [r["name"] for r in rows] == ["main", "workspace", "reward-sum", "reward-macro"]
     text = table(rows)
     header = text.splitlines()[0].split()
-    assert header == ["experiment", "rl.reward", "success", "delivery", "cs_macro", "hard_macro", "hacked", "updates"]
+    assert header == ["experiment", "rl.reward", "success", "delivery", "cs_macro", "hard_macro", "hacked"]
     assert "sft.epochs" not in text and "run.variant" not in text  # unchanged / the name already says it
     assert all(len(line) <= 120 for line in text.splitlines())
     assert ["reward-sum", "sum", "0.250", "0.500"] in [line.split()[:4] for line in text.splitlines()]
