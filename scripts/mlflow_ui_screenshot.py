@@ -132,17 +132,11 @@ def main(argv: list[str] | None = None) -> int:
             page = ui_url(url, exp.experiment_id, args.run, args.page)
         elif args.page:
             page, expected = f"{url.rstrip('/')}/{args.page.lstrip('/')}", set()
-        dom = chromium(["--dump-dom", page], args.timeout, args.height).stdout
+        dom, ok = capture(page, args)
         shown = sorted(n for n in expected if n in dom)
-        missing = [t for t in args.expect if t not in dom]
-        if missing:
-            print(f"error: the page does not show {missing}", file=sys.stderr)
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        chromium([f"--screenshot={out.resolve()}", page], args.timeout, args.height)
-        ok = out.is_file() and out.read_bytes()[:4] == b"\x89PNG" and (bool(shown) or not expected) and not missing
+        ok = ok and (bool(shown) or not expected)
         print(f"{page}: {len(shown)}/{len(expected)} {'run' if args.run or children else 'top-level run'} names rendered; "
-              f"screenshot {out}")
+              f"screenshot {args.out}")
         return 0 if ok else 1
     finally:
         if server is not None:
@@ -162,6 +156,13 @@ def prefect_page(args) -> int:
         print(f"error: Prefect at {args.url} did not answer", file=sys.stderr)
         return 1
     page = f"{args.url.rstrip('/')}/{args.page.lstrip('/')}"
+    _, ok = capture(page, args)
+    print(f"{page}: screenshot {args.out}")
+    return 0 if ok else 1
+
+
+def capture(page: str, args) -> tuple[str, bool]:
+    """The page's rendered DOM, and whether its screenshot was written and shows every --expect text."""
     dom = chromium(["--dump-dom", page], args.timeout, args.height).stdout
     missing = [t for t in args.expect if t not in dom]
     if missing:
@@ -169,9 +170,7 @@ def prefect_page(args) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     chromium([f"--screenshot={out.resolve()}", page], args.timeout, args.height)
-    ok = out.is_file() and out.read_bytes()[:4] == b"\x89PNG" and not missing
-    print(f"{page}: screenshot {out}")
-    return 0 if ok else 1
+    return dom, out.is_file() and out.read_bytes()[:4] == b"\x89PNG" and not missing
 
 
 if __name__ == "__main__":
