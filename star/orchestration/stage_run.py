@@ -123,6 +123,14 @@ def outputs_digest(args, root: Path = Path(".")) -> str | None:
     return hashlib.sha256("".join(lineage.file_md5(f) for f in files).encode()).hexdigest()[:32]
 
 
+def stage_label(stage: str) -> str:
+    """The stage as DVC names it where the wrapper's name is its `@`-less spelling (`eval_agent_rl` runs as
+    `eval_agent@rl`, the name a restored copy's run gets too); the wrapper's own name otherwise (the learn
+    pipeline's `learn_sft`, whose DVC address `learn_sft@learn` only switches the pipeline on)."""
+    address = os.environ.get("DVC_STAGE", "").split(":")[-1]
+    return address if address and address.replace("@", "_") == stage else stage
+
+
 def run_name(stage: str, params: dict) -> str:
     """`reward=sum · grpo` inside an ablation's variant, the stage's name alone elsewhere."""
     variant = (params.get("run") or {}).get("variant")
@@ -306,9 +314,7 @@ def run(args: argparse.Namespace) -> int:
         tracking = TrackingConfig.model_validate(params.get("tracking") or {})
         tracker = Tracker(tracking, Path(args.project_dir))
         parent = os.environ.get(PARENT_ENV) or _pipeline_parent(tracker, params, args.params)
-        # Named as DVC names the stage (`eval_agent@rl`), which a restored stage's run is named by too.
-        address = os.environ.get("DVC_STAGE", "").split(":")[-1] or args.stage
-        run_id = tracker.start_run(run_name(address, params), "stage", parent_id=parent,
+        run_id = tracker.start_run(run_name(stage_label(args.stage), params), "stage", parent_id=parent,
                                    tags={STAGE: args.stage})
         tracker.log_params(run_id, {s: params[s] for s in sections if s in params})
         tracker.log_dict(run_id, {"command": command}, "command.json")

@@ -114,6 +114,17 @@ def test_a_restored_stage_finds_its_computing_run_by_the_digest_of_its_result_fi
     assert outputs_digest(args, tmp_path) != first
 
 
+def test_stage_runs_are_named_as_dvc_names_the_stage(monkeypatch):
+    from star.orchestration.stage_run import stage_label
+
+    monkeypatch.setenv("DVC_STAGE", "eval_agent@rl")
+    assert stage_label("eval_agent_rl") == "eval_agent@rl"
+    monkeypatch.setenv("DVC_STAGE", "learn/dvc.yaml:learn_sft@learn")
+    assert stage_label("learn_sft") == "learn_sft"
+    monkeypatch.delenv("DVC_STAGE")
+    assert stage_label("grpo") == "grpo"
+
+
 def test_stage_runs_are_named_by_variant_and_stage():
     assert run_name("grpo", {"run": {"variant": "reward=sum"}}) == "reward=sum · grpo"
     assert run_name("grpo", {"run": {"variant": None}}) == "grpo"
