@@ -150,7 +150,7 @@ def dvc_stage(root: Path) -> tuple[str, list[str], list[str]] | None:
 
 
 def log_lineage(tracker, run_id: str, params: dict, metrics: dict, trained: bool = False,
-                root: Path = Path(".")) -> None:
+                sections: list[str] | None = None, root: Path = Path(".")) -> None:
     """Datasets read as MLflow inputs; the model directories a training stage (`trained`) wrote as logged,
     registered models; a model read (an evaluation's) as the run's model input, with the evaluation's
     headline metrics against it."""
@@ -167,14 +167,10 @@ def log_lineage(tracker, run_id: str, params: dict, metrics: dict, trained: bool
             if metrics and address.startswith("eval"):
                 lineage.log_model_metrics(client, run_id, model_id, metrics)
     profile = run.get("profile") or (params.get("model") or {}).get("profile") or "default"
-    section = {"sft": "sft", "grpo": "rl"}.get(address)
-    if trained:
+    if trained:  # a model's params: the sections its stage reads (--sections), as the stage run logs them
+        own = flatten({s: params[s] for s in sections or [] if isinstance(params.get(s), dict)})
         lineage.log_models(client, tracker.experiment_id, run_id, lineage.model_dirs(outs, root), root, address,
-                           profile, run.get("variant"), flatten_section(params, section))
-
-
-def flatten_section(params: dict, section: str | None) -> dict:
-    return flatten({section: params[section]}) if section and isinstance(params.get(section), dict) else {}
+                           profile, run.get("variant"), own)
 
 
 def _after(tracker, run_id: str, args, elapsed: float, params: dict | None = None) -> None:
@@ -224,7 +220,8 @@ def _after(tracker, run_id: str, args, elapsed: float, params: dict | None = Non
         if Path(path).exists():
             tracker.log_artifact(run_id, path, "outputs")
     try:
-        log_lineage(tracker, run_id, params or {}, headline, trained=bool(args.steps))
+        log_lineage(tracker, run_id, params or {}, headline, trained=bool(args.steps),
+                    sections=[x for x in args.sections.split(",") if x])
     except Exception as exc:  # lineage is bookkeeping: the stage's results are already logged
         print(f"stage_run: datasets/models of {args.stage} not logged ({type(exc).__name__}: {exc})",
               file=sys.stderr)
