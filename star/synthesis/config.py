@@ -51,6 +51,9 @@ class SamplingConfig(BaseModel):
     [.6, .8), [.8, 1]: the share of the state's cities the origin reaches by a drive under a day or a flight.
     The defaults are the 150 official train + validation multi-city queries on the official database (most
     origins reach nearly every city); None: the original generator's draws, whatever their reach."""
+    cities: tuple[str, ...] | None = Field(None, min_length=2)
+    """Draw origins (and a 3-day trip's destination) among these database cities only; None: every city. A
+    handful of cities is a data shape a tiny model learns in minutes (the smoke profile)."""
 
 
 class SolverConfig(BaseModel):

@@ -127,6 +127,16 @@ def _state_draws(db: Database, min_state_cities: int) -> tuple[list[list[tuple[s
     return pairs, probs
 
 
+def _allowed_cities(db: Database, cfg: SamplingConfig) -> set[str] | None:
+    """`cfg.cities` checked against the database (None: no restriction)."""
+    if cfg.cities is None:
+        return None
+    unknown = [c for c in cfg.cities if c not in db.city_states]
+    if unknown:
+        raise ValueError(f"synthesis.sampling.cities: {unknown} are not cities of database {db.source}")
+    return set(cfg.cities)
+
+
 def sample_route(db: Database, days: int, rng: random.Random, cfg: SamplingConfig | None = None) -> tuple[str, str]:
     """(org, dest): dest a city of another state for 3 days, else a state with enough cities.
 
@@ -137,13 +147,18 @@ def sample_route(db: Database, days: int, rng: random.Random, cfg: SamplingConfi
     the state's cities as often as in the real queries.
     """
     cfg = cfg or SamplingConfig()
+    allowed = _allowed_cities(db, cfg)
     if days != 3 and cfg.reach_share_weights is not None:
         pairs, probs = _state_draws(db, cfg.min_state_cities)
+        if allowed is not None:
+            kept = [[(p, w) for p, w in zip(pairs[b], probs[b]) if p[0] in allowed] for b in range(REACH_BINS)]
+            pairs, probs = [[p for p, _ in k] for k in kept], [[w for _, w in k] for k in kept]
         weights = [w if pairs[b] else 0.0 for b, w in enumerate(cfg.reach_share_weights)]
         if sum(weights) > 0:
             b = rng.choices(range(REACH_BINS), weights=weights)[0]
             return rng.choices(pairs[b], weights=probs[b])[0]
-    lines = list(db.city_states.items())
+    every = list(db.city_states.items())
+    lines = [(c, s) for c, s in every if allowed is None or c in allowed]
     big_states = {s for s, cs in db.state_cities.items() if len(cs) >= cfg.min_state_cities}
     for _ in range(10_000):
         org, org_state = rng.choice(lines)
@@ -151,11 +166,12 @@ def sample_route(db: Database, days: int, rng: random.Random, cfg: SamplingConfi
             candidates = [c for c, s in lines if s != org_state]
             if candidates:
                 return org, rng.choice(candidates)
-        else:
-            candidates = [s for c, s in lines if c != org and s != org_state and s in big_states]
+        else:  # a multi-city trip's state is any big one: `cities` restricts only where it starts
+            candidates = [s for c, s in every if c != org and s != org_state and s in big_states]
             if candidates:
                 return org, rng.choice(candidates)
-    raise ValueError(f"database {db.source}: no origin/destination pair fits a {days}-day trip")
+    raise ValueError(f"database {db.source}: no origin/destination pair fits a {days}-day trip"
+                     + (f" among synthesis.sampling.cities {list(cfg.cities)}" if cfg.cities else ""))
 
 
 def sample_elements(db: Database, level: str, rng: random.Random, cfg: SamplingConfig | None = None,

@@ -127,3 +127,26 @@ def test_multi_city_draws_follow_the_reach_share_weights(any_db):
             assert any_db.city_states[org] != state and len(any_db.state_cities[state]) >= 4
     original = SamplingConfig(reach_share_weights=None)
     assert sample_route(any_db, 7, random.Random(3), original) == sample_route(any_db, 7, random.Random(3), original)
+
+
+def test_sampling_cities_restrict_where_trips_start_and_where_three_day_trips_go(generated_db):
+    from star.synthesis.config import SamplingConfig
+    from star.synthesis.elements import sample_route
+
+    cities = ("Chicago", "Atlanta", "Dallas", "Denver")
+    cfg = SamplingConfig(cities=cities)
+    rng = random.Random(0)
+    three = {sample_route(generated_db, 3, rng, cfg) for _ in range(200)}
+    assert all(org in cities and dest in cities and org != dest for org, dest in three)
+    assert len(three) == 12  # every ordered pair of the four (each in its own state) is drawn
+    for days in (5, 7):
+        org, state = sample_route(generated_db, days, rng, cfg)
+        assert org in cities and generated_db.city_states[org] != state
+
+
+def test_sampling_cities_outside_the_database_are_named(generated_db):
+    from star.synthesis.config import SamplingConfig
+    from star.synthesis.elements import sample_route
+
+    with pytest.raises(ValueError, match="Atlantis"):
+        sample_route(generated_db, 3, random.Random(0), SamplingConfig(cities=("Chicago", "Atlantis")))
