@@ -133,11 +133,17 @@ def parse_turn(text: str) -> Turn:
     return Turn("tool_call", think=think, tool_name=call["name"], tool=tool, arguments=arguments)
 
 
-def render_tool_call(name: str, arguments: dict, think: str) -> str:
-    """The canonical text of a tool-call turn (what teachers write)."""
-    return f"<think>\n{think}\n</think>\n<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+def render_tool_call(name: str, arguments: dict, think: str, inline: bool = False) -> str:
+    """The canonical text of a tool-call turn (what teachers write); `inline`: no newlines between the tags."""
+    return _render(think, "tool_call", json.dumps({"name": name, "arguments": arguments}), inline)
 
 
-def render_answer(plan_text: str, think: str) -> str:
-    """The canonical text of an answer turn."""
-    return f"<think>\n{think}\n</think>\n<answer>\n{plan_text}\n</answer>"
+def render_answer(plan_text: str, think: str, inline: bool = False) -> str:
+    """The canonical text of an answer turn; `inline`: no newlines between the tags."""
+    return _render(think, "answer", plan_text, inline)
+
+
+def _render(think: str, tag: str, body: str, inline: bool) -> str:
+    if inline:
+        return f"<think>{think.strip()}</think><{tag}>{body.strip()}</{tag}>"
+    return f"<think>\n{think}\n</think>\n<{tag}>\n{body}\n</{tag}>"

@@ -92,6 +92,10 @@ class BuiltinTeacher:
         self.tokenizer = tokenizer  # optional: counts tokens of the chat for reports
 
     # -- protocol helpers -------------------------------------------------------------------------
+    @property
+    def _inline(self) -> bool:
+        return self.config.layout == "inline"
+
     def _think(self, text: str, action: str) -> str:
         """The turn's reasoning: as written, or (think=brief) a fixed phrase naming the action, which a
         model trained from scratch can learn in minutes (restating the query is where tiny models break)."""
@@ -100,7 +104,7 @@ class BuiltinTeacher:
     def _call(self, tool: str, args: dict, think: str) -> ToolResult:
         if self.env.tool_calls >= self.agent_config.tool_budget:
             raise _EpisodeOver()
-        _, _, done, info = self.env.step(render_tool_call(tool, args, self._think(think, tool)))
+        _, _, done, info = self.env.step(render_tool_call(tool, args, self._think(think, tool), self._inline))
         if done:
             raise _EpisodeOver()
         result: ToolResult = info["result"]
@@ -151,7 +155,7 @@ class BuiltinTeacher:
         except _EpisodeOver:
             if not self.env.done:  # out of calls: one more call makes the env record call_budget
                 self.env.step(render_tool_call("SearchCity", {"state": query["dest"]},
-                                               "I still need more information."))
+                                               "I still need more information.", self._inline))
         env = self.env
         fe = env.format_error
         n_tokens = self._count_tokens(env.messages)
@@ -389,7 +393,7 @@ class BuiltinTeacher:
         think = (f"I have transport for every leg and enough places to stay, eat and visit. The cheapest "
                  f"plan that meets every requirement costs {_money(cost)}"
                  + (f", within the {_money(q['budget'])} budget." if q.get("budget") else "."))
-        self.env.step(render_answer(format_plan_text(result.plan), self._think(think, "the plan")))
+        self.env.step(render_answer(format_plan_text(result.plan), self._think(think, "the plan"), self._inline))
 
     def _give_up(self, q: dict, why: str) -> None:
         """Answer with the closest plan it can build (it will fail a check), or a bare skeleton."""
@@ -406,4 +410,4 @@ class BuiltinTeacher:
                      (f"from {q['org']} to {q['dest']}" if d == 1 else f"from {q['dest']} to {q['org']}"),
                      "transportation": "-", "breakfast": "-", "attraction": "-", "lunch": "-", "dinner": "-",
                      "accommodation": "-"} for d in range(1, int(q["days"]) + 1)]
-        self.env.step(render_answer(format_plan_text(plan), self._think(why, "the plan")))
+        self.env.step(render_answer(format_plan_text(plan), self._think(why, "the plan"), self._inline))

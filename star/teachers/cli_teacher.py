@@ -53,6 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="chance of not checking driving/taxi for a leg")
     habits.add_argument("--think", choices=("reasoned", "brief"), default=b.think,
                         help="reasoned: thoughts that restate the facts; brief: a fixed phrase per action")
+    habits.add_argument("--layout", choices=("lines", "inline"), default=b.layout,
+                        help="lines: each tag on its own line; inline: no newline between tags")
     habits.add_argument("--max-cities", type=int, default=b.max_cities, help="most candidate cities of a state it explores")
     parser.add_argument("--tokenizer", default=None, help="tokenizer directory to count tokens (default ~4 chars/token)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -112,7 +114,8 @@ def run(args) -> int:
                         max_new_tokens=args.max_new_tokens,
                         builtin=BuiltinTeacherConfig(p_redundant=args.p_redundant, p_typo=args.p_typo,
                                                      p_skip_distance=args.p_skip_distance,
-                                                     max_cities=args.max_cities, think=args.think))
+                                                     max_cities=args.max_cities, think=args.think,
+                                                     layout=args.layout))
     agent = AgentConfig(style=args.style, failure_rate=args.failure_rate, eval_mode=args.eval_mode,
                         tool_budget=args.tool_budget)
     queries = load_queries(args.queries)

@@ -26,6 +26,9 @@ class BuiltinTeacherConfig(BaseModel):
     """Most calls spent, before choosing a state's cities, probing which ones the origin reaches (0: no probing)."""
     think: Literal["reasoned", "brief"] = "reasoned"
     """reasoned: each <think> restates what it knows and why; brief: a fixed phrase per action (nothing to copy)."""
+    layout: Literal["lines", "inline"] = "lines"
+    """lines: each tag on its own line; inline: no newline between tags, so no tag follows the bare newline that
+    also ends `assistant` (a ~1M model seeing one token back could not tell `assistant\n` from `<think>\n`)."""
 
 
 class TeacherConfig(BaseModel):

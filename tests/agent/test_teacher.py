@@ -108,3 +108,18 @@ def test_brief_thinking_changes_only_the_thoughts(generated_db, synthetic_querie
         assert [(t.tool, t.arguments, t.answer) for t in turns_a] == [(t.tool, t.arguments, t.answer) for t in turns_b]
         assert all(t.ok for t in turns_b) and b.success == a.success
         assert {t.think for t in turns_b} <= {f"Next: {t.tool or 'the plan'}." for t in turns_b}
+
+
+def test_inline_layout_changes_only_the_newlines_between_tags(generated_db, synthetic_queries):
+    from star.teachers.config import BuiltinTeacherConfig
+
+    lines = BuiltinTeacher(generated_db, config=BuiltinTeacherConfig(think="brief"))
+    inline = BuiltinTeacher(generated_db, config=BuiltinTeacherConfig(think="brief", layout="inline"))
+    for i, q in enumerate(synthetic_queries[:6]):
+        a, b = lines.run(q, str(i), 0, seed=i), inline.run(q, str(i), 0, seed=i)
+        replies_a = [m["content"] for m in a.messages if m["role"] == "assistant"]
+        replies_b = [m["content"] for m in b.messages if m["role"] == "assistant"]
+        assert [parse_turn(r) for r in replies_a] == [parse_turn(r) for r in replies_b]
+        assert all(parse_turn(r).ok for r in replies_b) and b.success == a.success
+        for reply in replies_b:  # every tag touches its neighbour: none follows a bare newline
+            assert reply.startswith("<think>Next: ") and "\n<" not in reply and ">\n" not in reply
