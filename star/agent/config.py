@@ -8,6 +8,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from star.sandbox.config import DEFAULTS as SANDBOX
+from star.sandbox.config import Prompt
+
 Style = Literal["compact", "official"]
 EvalMode = Literal["strict", "official"]
 FINISH_REASONS = ("answer", "call_budget", "context_overflow", "format_error")
@@ -20,6 +23,8 @@ class AgentConfig(BaseModel):
 
     style: Style = "compact"
     """Observation text style of the tools (`compact` for our agents, `official` for parity)."""
+    prompt: Prompt = SANDBOX.prompt
+    """System prompt of each episode (`sandbox.prompt`: full or short)."""
     tool_budget: int = Field(60, ge=1)
     """Maximum tool calls per episode; one more call ends the episode with finish reason `call_budget`."""
     max_context: int = Field(32000, ge=16)

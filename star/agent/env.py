@@ -159,7 +159,7 @@ class TravelPlannerEnv(ProtocolEnv):
         return super().reset(query, seed)
 
     def opening(self, query: dict) -> list[dict]:
-        return initial_messages(query, self.config.style)
+        return initial_messages(query, self.config.style, self.config.prompt)
 
     def on_answer(self, answer: str) -> None:
         self.plan = parse_answer(answer)

@@ -76,8 +76,19 @@ def tool_schemas_json() -> str:
     return json.dumps(TOOL_SPECS, ensure_ascii=False)
 
 
-def system_prompt(style: str = "compact") -> str:
-    """The full system prompt. `style` only changes how the tool results are described."""
+def short_system_prompt() -> str:
+    """The role, the reply format and each tool's name and arguments: what a model trained from scratch reads."""
+    tools = "; ".join(f"{s['name']}({', '.join(s['parameters']['properties'])})" for s in TOOL_SPECS)
+    return "\n\n".join([_ROLE, _FORMAT, f"Tools: {tools}."])
+
+
+def system_prompt(style: str = "compact", prompt: str = "full") -> str:
+    """The system prompt: `full`, or `short` (short_system_prompt). `style` only changes how the tool results
+    are described."""
+    if prompt == "short":
+        return short_system_prompt()
+    if prompt != "full":
+        raise ValueError(f"unknown system prompt {prompt!r} (expected full or short)")
     results = ("Tool results are compact: flights come as numbered lines; restaurant, attraction and accommodation "
                "searches come as a header line naming the columns, then one row per line with tab-separated values."
                if style == "compact" else "Tool results are tables as the official tools print them.")
@@ -98,8 +109,8 @@ def user_prompt(query: dict) -> str:
     return text
 
 
-def initial_messages(query: dict, style: str = "compact") -> list[dict]:
-    return [{"role": "system", "content": system_prompt(style)}, {"role": "user", "content": user_prompt(query)}]
+def initial_messages(query: dict, style: str = "compact", prompt: str = "full") -> list[dict]:
+    return [{"role": "system", "content": system_prompt(style, prompt)}, {"role": "user", "content": user_prompt(query)}]
 
 
 def observation_message(text: str) -> dict:

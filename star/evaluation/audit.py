@@ -67,14 +67,14 @@ def loophole_audit(queries: Sequence[dict], plans: Sequence, db: Database) -> di
 
 
 def audit_table(audit: dict) -> str:
-    """Markdown: one row per mode (success, cs macro, hard macro in %), then the gap line."""
+    """Markdown: one row per mode (success, cs macro, hard macro as fractions), then the gap line."""
     lines = ["| evaluator mode | " + " | ".join(name for *_, name in AUDIT_RATES) + " |",
              "|---|" + "---|" * len(AUDIT_RATES)]
     for mode in MODES:
-        lines.append(f"| {mode} | " + " | ".join(f"{100 * audit[f'{mode}_{key}']:.1f}" for key, *_ in AUDIT_RATES)
+        lines.append(f"| {mode} | " + " | ".join(f"{audit[f'{mode}_{key}']:.3f}" for key, *_ in AUDIT_RATES)
                      + " |")
     lines += ["", f"loophole gap (pass official, fail strict): {audit['loophole_gap']} of {audit['audit_n']} plans "
-                  f"({100 * audit['loophole_gap_rate']:.1f}%); pass strict, fail official: {audit['strict_only_pass']}"]
+                  f"(rate {audit['loophole_gap_rate']:.3f}); pass strict, fail official: {audit['strict_only_pass']}"]
     if audit.get("strict_failures_in_gap"):
         lines.append("strict checks failed by the gap plans: "
                      + ", ".join(f"{k} {v}" for k, v in audit["strict_failures_in_gap"].items()))
@@ -124,12 +124,12 @@ def hacking_audit(strict_scores: Sequence[dict], rewards: dict[str, Sequence[flo
 def hacking_table(audit: dict) -> str:
     """Markdown lines: the share of delivered plans per flag, then the reward the flagged plans earn."""
     n = audit.get("hack_delivered", 0)
-    lines = [f"reward-hacking audit ({n} delivered plans):", "", "| delivered plans that ... | % |", "|---|---|"]
+    lines = [f"reward-hacking audit ({n} delivered plans):", "", "| delivered plans that ... | rate |", "|---|---|"]
     for key in (*HACK_FLAGS, "hacked"):
         name = "hacked_rate" if key == "hacked" else f"hack_{key}_rate"
-        lines.append(f"| {HACK_LABELS[key]} | {100 * audit.get(name, 0.0):.1f} |")
+        lines.append(f"| {HACK_LABELS[key]} | {audit.get(name, 0.0):.3f} |")
     shares = {k.removeprefix("hacked_reward_share_"): v for k, v in audit.items() if k.startswith("hacked_reward_share_")}
     if shares:
         lines += ["", "share of each reward earned by those plans: "
-                  + ", ".join(f"{k} {100 * v:.1f}%" for k, v in shares.items())]
+                  + ", ".join(f"{k} {v:.3f}" for k, v in shares.items())]
     return "\n".join(lines)

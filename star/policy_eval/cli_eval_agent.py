@@ -18,7 +18,7 @@ from star.training.config import resolve_config
 
 # Flags that set an EvalConfig field; left out, the field comes from --config's `eval` section, else its default.
 FIELD_FLAGS = ("temperature", "top_p", "max_context", "max_new_tokens", "tool_budget", "days", "limit", "samples",
-               "mode", "seed", "backend", "batch")
+               "mode", "seed", "backend", "batch", "prompt")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("official", "strict"), default=None,
                         help=f"evaluator mode of the report (default {d.mode})")
     parser.add_argument("--seed", type=int, default=None, help=f"default {d.seed}")
+    parser.add_argument("--prompt", choices=("full", "short"), default=None,
+                        help=f"system prompt, the one the policy was trained with (default {d.prompt})")
     parser.add_argument("--backend", choices=("transformers", "vllm", "auto"), default=None,
                         help=f"generation backend of a local model (default {d.backend}; auto: vLLM where installed)")
     parser.add_argument("--batch", type=int, default=None, help=f"episodes decoded together (default {d.batch})")

@@ -6,6 +6,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from star.agent.config import EvalMode
 from star.rollout.config import BackendName, VLLMConfig
+from star.sandbox.config import DEFAULTS as SANDBOX
+from star.sandbox.config import Prompt
 
 
 class EvalConfig(BaseModel):
@@ -33,6 +35,8 @@ class EvalConfig(BaseModel):
     """Evaluator mode of the reported numbers."""
     seed: int = 0
     """Base sampling seed."""
+    prompt: Prompt = SANDBOX.prompt
+    """System prompt of each episode (the pipeline passes `sandbox.prompt`, the one the policy was trained with)."""
     max_new_tokens: int = Field(2048, ge=1)
     """Longest single assistant turn."""
     backend: BackendName = "transformers"

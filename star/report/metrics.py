@@ -34,7 +34,7 @@ class Metric:
     value: Callable[[dict, str, str], float]     # (scores, finish_reason, reward name) -> the trajectory's value
     needs: tuple[str, ...]                       # score keys every trajectory must carry for the metric
     aggregate: str | None = None                 # its key in eval-agent's metrics.json, if any
-    percent: bool = True                         # a rate in [0, 1], shown in %; else shown as is
+    rate: bool = True                            # a rate in [0, 1], shown as a fraction (the unit everywhere); else as is
 
 
 def _flagged(scores: dict) -> bool:
@@ -54,11 +54,11 @@ HEADLINE: dict[str, Metric] = {
     "hard_micro": Metric("hard micro", lambda s, f, r: float(s["hard_micro"]), ("hard_micro",), "hard_micro"),
     "hard_macro": Metric("hard macro", lambda s, f, r: float(s["hard_macro"]), ("hard_macro",), "hard_macro"),
     "success": Metric("success", lambda s, f, r: float(bool(s["success"])), ("success",), "success_rate"),
-    "mean_reward": Metric("mean reward", _reward_value, _PLAN_SCORES, None, percent=False),
+    "mean_reward": Metric("mean reward", _reward_value, _PLAN_SCORES, None, rate=False),
     # Behaviour: where variants of a small model differ while next to no plan passes (the paired
     # SFT-vs-RL comparisons moved tool calls and answers long before success).
     "tool_calls": Metric("tool calls", lambda s, f, r: float(s["tool_calls"]), ("tool_calls",), "mean_tool_calls",
-                         percent=False),
+                         rate=False),
     "answered": Metric("answered", lambda s, f, r: float(f == "answer"), ()),
     "format_error": Metric("format error", lambda s, f, r: float(f == "format_error"), ()),
     "context_full": Metric("context full", lambda s, f, r: float(f == "context_overflow"), ()),
@@ -67,7 +67,7 @@ HEADLINE: dict[str, Metric] = {
     "incomplete": Metric("incomplete plans", lambda s, f, r: float(_flagged(s)), ("slots_empty",)),
     "incomplete_reward": Metric("reward from incomplete plans",
                                 lambda s, f, r: _reward_value(s, f, r) if _flagged(s) else 0.0,
-                                (*_PLAN_SCORES, "slots_empty"), percent=False),
+                                (*_PLAN_SCORES, "slots_empty"), rate=False),
 }
 
 

@@ -15,16 +15,15 @@ from star.report.metrics import CURVE_PANELS, HEADLINE
 
 
 def _bars(ax, report: Report, metric: str) -> None:
-    scale = 100.0 if HEADLINE[metric].percent else 1.0
-    names = [r["variant"] for r in report.rows]
-    y = np.array([scale * r[metric] for r in report.rows])
-    lo = y - np.array([scale * r[f"{metric}_low"] for r in report.rows])
-    hi = np.array([scale * r[f"{metric}_high"] for r in report.rows]) - y
+    names = [r["variant"] for r in report.rows]  # rates as fractions, the unit of every other view
+    y = np.array([r[metric] for r in report.rows])
+    lo = y - np.array([r[f"{metric}_low"] for r in report.rows])
+    hi = np.array([r[f"{metric}_high"] for r in report.rows]) - y
     ax.bar(range(len(names)), y, yerr=[lo, hi], capsize=4, color="#4C78A8", label="ours")
     ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel(HEADLINE[metric].label + (" (%)" if HEADLINE[metric].percent else ""))
+    ax.set_ylabel(HEADLINE[metric].label + (" (rate)" if HEADLINE[metric].rate else ""))
     # from 0, and a visible scale when every bar is 0 (matplotlib would centre the axis on 0)
-    ax.set_ylim(0, max(ax.get_ylim()[1], 1.0 if HEADLINE[metric].percent else 0.1))
+    ax.set_ylim(0, max(ax.get_ylim()[1], 1.0 if HEADLINE[metric].rate else 0.1))
 
 
 def plot_success(report: Report, path: Path) -> Path:
@@ -38,7 +37,7 @@ def plot_success(report: Report, path: Path) -> Path:
     paper_y = [r["paper_success"] for r in report.rows]
     if any(p is not None for p in paper_y):
         xs = [i for i, p in enumerate(paper_y) if p is not None]
-        ax.scatter(xs, [paper_y[i] for i in xs], marker="D", color="#E45756", zorder=3, label="paper (test set)")
+        ax.scatter(xs, [paper_y[i] / 100 for i in xs], marker="D", color="#E45756", zorder=3, label="paper (test set)")
     ax.set_title(f"{report.ablation}: success by variant ({report.n_queries} queries)")
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -11,8 +11,14 @@ from star.report.metrics import HEADLINE, LOOPHOLE_GAP
 from star.report import paper_results as paper
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}"
+def _rate(x: float | None) -> str:
+    """A rate as a fraction in [0, 1], the unit of metrics.json, MLflow and `star experiments` (one unit everywhere)."""
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+
+
+def _paper(x: float | None) -> str:
+    """A paper number (published in %) in the report's unit."""
+    return "—" if x is None else _rate(x / 100)
 
 
 def _md_table(header: list[str], rows: list[list[Any]]) -> str:
@@ -32,7 +38,7 @@ def _table1(report: Report, variants: list[VariantResult]) -> str:
                 {"scale": scale, "stage": "rl", "reward": c, "algorithm": "grpo", "data_size": 1000,
                  "difficulty": "mixed"}
             value = paper.paper_success(setting, "1")
-            cells.append("—" if value is None else f"{value:.1f}")
+            cells.append(_paper(value))
         lines.append([f"paper {scale}", *cells])
     by_reward = {r.get("reward", r["variant"]): r for r in report.rows}
     scale = next((v.setting.get("scale") for v in variants if v.setting), "ours")
@@ -40,7 +46,7 @@ def _table1(report: Report, variants: list[VariantResult]) -> str:
     for c in cols:
         if c in ("base", "sft"):
             vals = [v.baselines.get(c, {}).get("success_rate") for v in variants if v.baselines.get(c)]
-            ours.append(_pct(vals[0]) if vals else "—")
+            ours.append(_rate(vals[0]) if vals else "—")
         else:
             r = by_reward.get(c)
             ours.append(_cell(r, "success") if r else "—")
@@ -51,7 +57,7 @@ def _table1(report: Report, variants: list[VariantResult]) -> str:
 def _fmt(metric: str, x: float | None) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "—"
-    return _pct(x) if HEADLINE[metric].percent else f"{x:.3f}"
+    return _rate(x) if HEADLINE[metric].rate else f"{x:.3f}"
 
 
 def _cell(row: dict[str, Any], metric: str) -> str:
@@ -64,7 +70,7 @@ def _cell(row: dict[str, Any], metric: str) -> str:
 
 
 def _diff(metric: str, x: float) -> str:
-    return f"{100 * x:+.1f}" if HEADLINE[metric].percent else f"{x:+.3f}"
+    return f"{x:+.3f}"
 
 
 def _one_line(text: str, limit: int = 400) -> str:
@@ -84,10 +90,10 @@ def verdict_lines(report: Report) -> list[str]:
                 f"{len(known)} variants cannot differ and every test below compares copies of one model.**", ""]
     rows = [[v["variant"], "—" if v["optimizer_steps"] is None else v["optimizer_steps"],
              {None: "unknown", True: "yes", False: "no (no update)"}[v["rl_differs_from_sft"]],
-             _pct(v["format_error"])] for v in report.verdict]
+             _rate(v["format_error"])] for v in report.verdict]
     seps = ", ".join(HEADLINE[m].label for m in report.separating)
     return ["## Verdict", "", _md_table(["variant", "optimizer steps", "RL model differs from SFT",
-                                         "format errors (%)"], rows), "",
+                                         "format error rate"], rows), "",
             (f"Separated at this size (Holm-adjusted p < 0.05): {seps}." if seps else
              f"No metric separates the variants at this size ({report.n_queries} queries): read the differences "
              "below as unresolved, not as equal."), ""]
@@ -105,22 +111,22 @@ def render_markdown(report: Report, variants: list[VariantResult] | None = None)
     if report.rows:
         reward = f"; mean reward scored with the `{report.reward}` reward" if report.reward else ""
         out += [f"Evaluation set: {report.eval_set} ({report.n_queries} queries, same queries for every variant); "
-                f"evaluator mode: `{report.evaluator_mode}`. Rates in %{reward}; each value is the mean over queries "
+                f"evaluator mode: `{report.evaluator_mode}`. Rates are fractions in [0, 1] (as in MLflow and metrics.json; paper numbers, published in %, are divided by 100){reward}; each value is the mean over queries "
                 f"of the per-query mean over samples, with its {round(report.confidence * 100)}% bootstrap "
                 "interval over queries.", ""]
         gap = any(LOOPHOLE_GAP in r for r in report.rows)
         header = ["variant", *report.axes, *[f"{HEADLINE[m].label} [CI]" if m in report.metrics else HEADLINE[m].label
                                              for m in shown], *([LOOPHOLE_GAP] if gap else []), "paper success"]
         rows = [[r["variant"], *[r.get(a, "") for a in report.axes], *[_cell(r, m) for m in shown],
-                 *([_pct(r.get(LOOPHOLE_GAP))] if gap else []),
-                 "—" if r["paper_success"] is None else f"{r['paper_success']:.1f}"] for r in report.rows]
+                 *([_rate(r.get(LOOPHOLE_GAP))] if gap else []),
+                 _paper(r["paper_success"])] for r in report.rows]
         out += ["## Headline metrics by variant", "", _md_table(header, rows), ""]
         if gap:
-            out += [f"{LOOPHOLE_GAP}: % of plans that pass the official evaluator but fail the strict one "
+            out += [f"{LOOPHOLE_GAP}: share of plans that pass the official evaluator but fail the strict one "
                     "(a policy can learn the official mode's loopholes).", ""]
     if report.tests:
         out += ["## Paired comparisons (same queries)", "",
-                f"Variant minus baseline per metric (rates in points), {round(report.confidence * 100)}% paired "
+                f"Variant minus baseline per metric (rates as differences of fractions), {round(report.confidence * 100)}% paired "
                 f"bootstrap interval; p-values Holm-adjusted over all {len(report.tests)} tests.", ""]
         trows = [[HEADLINE[t["metric"]].label, t["variant"], t["baseline"],
                   f"{_diff(t['metric'], t['difference'])} [{_diff(t['metric'], t['difference_low'])}, "
@@ -130,7 +136,7 @@ def render_markdown(report: Report, variants: list[VariantResult] | None = None)
         out += [_md_table(["metric", "variant", "vs", "Δ [CI]", "discordant", "p", "p (Holm)", "test"], trows), ""]
     if report.effects:
         out += ["## Factorial effects", "", "Effects are deviations from the grand mean (main effects) or from the "
-                "additive model (interactions), rates in points.", ""]
+                "additive model (interactions), rates as differences of fractions.", ""]
         erows = [[HEADLINE[e["metric"]].label, e["term"],
                   ", ".join(f"{k}: {_diff(e['metric'], v)}" for k, v in e["levels"].items()),
                   f"{e['sum_of_squares']:.3g}", f"{e['p_value']:.3g}"] for e in report.effects]

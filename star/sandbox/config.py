@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Style = Literal["compact", "official"]
+Prompt = Literal["full", "short"]
 
 
 class SandboxConfig(BaseModel):
@@ -16,6 +17,10 @@ class SandboxConfig(BaseModel):
     """Database spec: a directory in the official layout, `generated` or `generated:SEED`."""
     style: Style = "compact"
     """Observation text: `compact` (one numbered line per row) or `official` (byte-for-byte official)."""
+    prompt: Prompt = "full"
+    """System prompt each episode opens with: `full` (tools, rules, plan format, an example plan; ~1.1K tokens) or
+    `short` (the reply format and the tools' names and arguments; for a model trained from scratch, which learns
+    the rest from its data and pays for every prompt token in every training sequence)."""
     failure_rate: float = Field(0.0, ge=0.0, le=1.0)
     """Probability that a tool call returns `Error: Current tool X is not available.` instead of its result."""
     seed: int = 0

@@ -44,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=d.workers, help="concurrent episodes (openai teacher)")
     parser.add_argument("--failure-rate", type=float, default=a.failure_rate)
     parser.add_argument("--style", choices=("compact", "official"), default=a.style)
+    parser.add_argument("--prompt", choices=("full", "short"), default=a.prompt, help="system prompt (sandbox.prompt)")
     parser.add_argument("--eval-mode", choices=("strict", "official"), default=a.eval_mode)
     parser.add_argument("--tool-budget", type=int, default=a.tool_budget)
     habits = parser.add_argument_group("builtin teacher habits (how much it wanders before answering)")
@@ -116,7 +117,7 @@ def run(args) -> int:
                                                      p_skip_distance=args.p_skip_distance,
                                                      max_cities=args.max_cities, think=args.think,
                                                      layout=args.layout))
-    agent = AgentConfig(style=args.style, failure_rate=args.failure_rate, eval_mode=args.eval_mode,
+    agent = AgentConfig(style=args.style, prompt=args.prompt, failure_rate=args.failure_rate, eval_mode=args.eval_mode,
                         tool_budget=args.tool_budget)
     queries = load_queries(args.queries)
     if cfg.queries is not None:

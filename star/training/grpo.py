@@ -175,7 +175,7 @@ class GRPOTrainer:
     # -- rollouts ---------------------------------------------------------------------------------
     def _engine(self, seed: int, train: bool):
         cfg = self.cfg
-        agent = AgentConfig(style=cfg.observation_style, tool_budget=cfg.tool_call_budget, max_context=cfg.max_context,
+        agent = AgentConfig(style=cfg.observation_style, prompt=cfg.prompt, tool_budget=cfg.tool_call_budget, max_context=cfg.max_context,
                             failure_rate=cfg.env_failure_rate if train else 0.0, eval_mode=cfg.evaluator_mode)
         rollout = RolloutConfig(seed=seed, temperature=cfg.temperature if train else cfg.validation.temperature,
                                 top_p=cfg.top_p if train else cfg.validation.top_p, max_new_tokens=cfg.max_new_tokens,

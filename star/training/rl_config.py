@@ -12,6 +12,8 @@ from pydantic import Field, model_validator
 
 from star.evaluation.rewards import SCHEDULED, names
 from star.rollout.config import BackendName, VLLMConfig
+from star.sandbox.config import DEFAULTS as SANDBOX
+from star.sandbox.config import Prompt
 from star.training.config import _Config
 
 Algorithm = Literal["grpo", "dapo", "arpo"]
@@ -126,6 +128,8 @@ class GRPOConfig(_Config):
     """Probability a tool call fails during training rollouts (validation always runs clean)."""
     observation_style: Literal["compact", "official"] = "compact"
     """Observation text style the agent sees."""
+    prompt: Prompt = SANDBOX.prompt
+    """System prompt of the rollouts (the pipeline passes `sandbox.prompt`, the one the SFT data was written with)."""
     evaluator_mode: Literal["strict", "official"] = "strict"
     """Evaluator mode that produces the reward's scores (strict closes the official loopholes)."""
     dapo: DAPOConfig = Field(default_factory=DAPOConfig)

@@ -101,3 +101,27 @@ def test_a_certified_plan_scores_success_and_a_broken_one_does_not(generated_db,
     _, reward, done, _ = env.step(render_answer("I recommend visiting soon.", "Done."))
     assert done and env.finish_reason == "answer" and env.plan is None and reward == 0.0
     assert env.scores["delivered"] is False
+
+
+def test_the_short_prompt_keeps_the_reply_format_and_every_tool_and_drops_the_rest(any_db):
+    from star.sandbox.tools import TOOL_SPECS
+
+    full = TravelPlannerEnv(any_db).reset(_query(any_db))
+    short = TravelPlannerEnv(any_db, AgentConfig(prompt="short")).reset(_query(any_db))
+    assert short[1] == full[1]  # the same query
+    text = short[0]["content"]
+    assert all(tag in text for tag in ("<think>", "<tool_call>", "<answer>", "<tool_response>"))
+    for spec in TOOL_SPECS:  # each tool with its argument names
+        assert f"{spec['name']}({', '.join(spec['parameters']['properties'])})" in text
+    assert "Day 1:" not in text and len(text) < len(full[0]["content"]) / 3
+
+
+def test_an_unknown_prompt_is_refused_naming_the_choices():
+    from pydantic import ValidationError
+
+    from star.agent.prompt import system_prompt
+
+    with pytest.raises(ValidationError, match="full"):
+        AgentConfig(prompt="tiny")
+    with pytest.raises(ValueError, match="full or short"):
+        system_prompt(prompt="tiny")

@@ -38,7 +38,7 @@ def test_audit_counts_plans_that_pass_official_and_fail_strict(any_db, trip):
     assert audit["official_commonsense_macro"] == pytest.approx(3 / n)
     assert audit["strict_commonsense_macro"] == pytest.approx(1 / n)
     table = audit_table(audit)
-    assert "| official | 60.0 |" in table and "| strict | 20.0 |" in table and "2 of 5 plans (40.0%)" in table
+    assert "| official | 0.600 |" in table and "| strict | 0.200 |" in table and "2 of 5 plans (rate 0.400)" in table
 
 
 def test_audit_refuses_unpaired_inputs(generated_db, trip):
@@ -65,7 +65,7 @@ def test_eval_agent_metrics_carry_the_audit(generated_db, trip, tmp_path):
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["loophole_gap_rate"] == pytest.approx(0.4) and saved["strict_hard_macro"] <= saved["official_hard_macro"]
     assert "loophole gap (pass official, fail strict): 2 of 5" in (out / "metrics.md").read_text()
-    assert "| strict | 20.0 |" in metric_table(m)
+    assert "| strict | 0.200 |" in metric_table(m)
     with pytest.raises(ValueError, match="unknown evaluator mode"):
         metrics(trajs, queries, generated_db, "lenient")
 
@@ -83,7 +83,7 @@ def test_comparison_report_shows_the_gap_per_variant():
     headline = text.split("## Headline metrics by variant", 1)[1]  # the verdict's table comes first
     header = next(line for line in headline.splitlines() if line.startswith("| variant"))
     assert "loophole gap" in header
-    assert any(line.startswith("| official-reward") and "| 25.0 |" in line for line in text.splitlines())
+    assert any(line.startswith("| official-reward") and "| 0.250 |" in line for line in text.splitlines())
 
 
 def test_hacking_audit_flags_plans_that_are_not_plans(any_db):
@@ -105,7 +105,7 @@ def test_hacking_audit_flags_plans_that_are_not_plans(any_db):
     assert audit["hack_vacuous_rate"] == pytest.approx(2 / 4)
     flagged = rewards["sum"][2] + rewards["sum"][3]
     assert audit["hacked_reward_share_sum"] == pytest.approx(flagged / sum(rewards["sum"]))
-    assert "leave required slots empty | 50.0" in hacking_table(audit)
+    assert "leave required slots empty | 0.500" in hacking_table(audit)
 
 
 def test_eval_agent_metrics_carry_the_hacking_audit(generated_db):

@@ -75,8 +75,8 @@ def test_markdown_has_the_papers_table_shape_with_ours_beside_it():
     vs = _variants()
     md = render_markdown(build_report(vs, "reward", "", "1", FAST), vs)
     assert "| scale | Base | SFT | Sum | Macro | Success | Curriculum |" in md
-    assert "| paper 3B | 0.0 | 12.2 | 47.0 | 48.2 | 46.6 | 49.9 |" in md
-    assert "| ours (3B) | — | 10.0 | 25.0 [" in md
+    assert "| paper 3B | 0.000 | 0.122 | 0.470 | 0.482 | 0.466 | 0.499 |" in md
+    assert "| ours (3B) | — | 0.100 | 0.250 [" in md
     assert "exact McNemar" in md
 
 
@@ -163,8 +163,8 @@ def test_star_report_cli_compares_variant_directories(tmp_path, capsys):
     assert main(["report", "--variants", *dirs, "--out", str(tmp_path / "rep"), "--bootstrap", "200"]) == 0
     out = capsys.readouterr().out
     # columns: delivery, cs micro, cs macro, hard micro, hard macro, success [CI], mean reward [CI]
-    assert "| reward=macro | macro | 100.0 [100.0, 100.0] | " in out and "exact McNemar" in out
-    assert "| success | reward=macro | reward=sum | +50.0 [" in out
+    assert "| reward=macro | macro | 1.000 [1.000, 1.000] | " in out and "exact McNemar" in out
+    assert "| success | reward=macro | reward=sum | +0.500 [" in out
     assert (tmp_path / "rep/metrics_by_variant.png").is_file()
     assert (tmp_path / "rep/success_by_variant.png").is_file()
     assert main(["report", "--variants", str(tmp_path / "missing")]) == 2
@@ -247,8 +247,8 @@ def test_dense_metrics_separate_variants_whose_success_is_all_zero():
         assert tests[m]["p_holm"] == pytest.approx(13 * 2 / 1024)
     assert tests["cs_macro"]["p_holm"] == tests["hard_macro"]["p_holm"] == 1.0
     md = render_markdown(rep)
-    assert "| b | b | 100.0 [100.0, 100.0] | 37.5 [" in md
-    assert "| cs micro | b | a | +37.5 [" in md and "| mean reward | b | a | +0.625 [" in md
+    assert "| b | b | 1.000 [1.000, 1.000] | 0.375 [" in md
+    assert "| cs micro | b | a | +0.375 [" in md and "| mean reward | b | a | +0.625 [" in md
     assert "mean reward scored with the `sum` reward" in md
 
 
@@ -444,7 +444,7 @@ def test_the_verdict_gives_updates_format_errors_and_what_separates_the_variants
     # b delivers on every query a missed, and passes more checks: those tests separate them (Holm p < 0.05)
     assert "delivery" in rep.separating and "success" not in rep.separating
     md = render_markdown(rep)
-    assert "| b | 3 | yes | 40.0 |" in md and "| a | 0 | no (no update) | 100.0 |" in md
+    assert "| b | 3 | yes | 0.400 |" in md and "| a | 0 | no (no update) | 1.000 |" in md
     assert "Separated at this size (Holm-adjusted p < 0.05): delivery" in md
 
 

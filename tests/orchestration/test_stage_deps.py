@@ -102,3 +102,13 @@ def test_every_subcommand_lives_in_the_module_named_after_it():
 
     for name, (module, _) in COMMANDS.items():
         assert module.rsplit(".", 1)[1] == "cli_" + name.replace("-", "_"), f"star {name} lives in {module}"
+
+
+def test_every_stage_that_runs_episodes_opens_them_with_the_one_sandbox_prompt():
+    import yaml
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    for name in ("teacher", "grpo", "eval_agent"):
+        stage = stages[name].get("do", stages[name])
+        assert "sandbox.prompt" in stage["params"], name  # a prompt change reruns the stage
+        assert "prompt ${sandbox.prompt}" in stage["cmd"] or "prompt=${sandbox.prompt}" in stage["cmd"], name
