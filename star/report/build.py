@@ -39,6 +39,31 @@ class Report:
     separating: list[str] = field(default_factory=list)   # HEADLINE keys whose Holm-adjusted test is < 0.05
 
 
+_TIMING = ("_time_s", "_per_s")  # wall-clock curves differ between identical runs
+
+
+def _training_trace(v: VariantResult) -> tuple | None:
+    """A variant's GRPO step curves without the timings: equal traces mean the same updates, the same model."""
+    kept = {k: tuple(c) for k, c in v.curves.items() if not k.endswith(_TIMING)}
+    return tuple(sorted(kept.items())) if kept else None
+
+
+def trained_alike(variants: list[VariantResult]) -> dict[str, str]:
+    """variant -> the earlier variant it trained exactly as (same rewards, losses and updates at every step),
+    e.g. a curriculum still on its first reward, or two rewards that both paid nothing."""
+    first: dict[tuple, str] = {}
+    alike = {}
+    for v in variants:
+        trace = _training_trace(v)
+        if trace is None:
+            continue
+        if trace in first:
+            alike[v.name] = first[trace]
+        else:
+            first[trace] = v.name
+    return alike
+
+
 def variant_verdict(v: VariantResult) -> dict[str, Any]:
     """What a variant's training did, read before any metric: GRPO's optimizer steps (0: the RL model is the
     SFT model, unchanged), and the share of its final evaluation's episodes that broke the format."""
@@ -48,6 +73,11 @@ def variant_verdict(v: VariantResult) -> dict[str, Any]:
     total = sum(reasons.values())
     return {"variant": v.name, "optimizer_steps": n_opt, "rl_differs_from_sft": None if n_opt is None else n_opt > 0,
             "format_error": reasons.get("format_error", 0) / total if total else None}
+
+
+def _verdicts(variants: list[VariantResult]) -> list[dict[str, Any]]:
+    alike = trained_alike(variants)
+    return [{**variant_verdict(v), "trained_as": alike.get(v.name)} for v in variants]
 
 
 def _scoring_reward(cfg: ReportConfig, variants: list[VariantResult], baseline: str) -> str:
@@ -178,4 +208,4 @@ def build_report(variants: list[VariantResult], ablation: str = "ablation", desc
     return Report(ablation, description, paper_table, axes, eval_set, evaluator_mode, len(ids), rows, test_rows,
                   effects, paper_rows, notes, cfg.confidence, metric_names,
                   reward if "mean_reward" in metric_names else None, failed, profile, overrides,
-                  [variant_verdict(v) for v in variants], separating)
+                  _verdicts(variants), separating)

@@ -90,10 +90,13 @@ def verdict_lines(report: Report) -> list[str]:
                 f"{len(known)} variants cannot differ and every test below compares copies of one model.**", ""]
     rows = [[v["variant"], "—" if v["optimizer_steps"] is None else v["optimizer_steps"],
              {None: "unknown", True: "yes", False: "no (no update)"}[v["rl_differs_from_sft"]],
-             _rate(v["format_error"])] for v in report.verdict]
+             _rate(v["format_error"]), v.get("trained_as") or "—"] for v in report.verdict]
     seps = ", ".join(HEADLINE[m].label for m in report.separating)
+    alike = {v["variant"]: v["trained_as"] for v in report.verdict if v.get("trained_as")}
     return ["## Verdict", "", _md_table(["variant", "optimizer steps", "RL model differs from SFT",
-                                         "format error rate"], rows), "",
+                                         "format error rate", "trained exactly as"], rows), "",
+            *([f"Variants trained exactly as another (same rewards, losses and updates at every step) are copies of "
+               f"its model: {', '.join(f'{v} = {o}' for v, o in alike.items())}.", ""] if alike else []),
             (f"Separated at this size (Holm-adjusted p < 0.05): {seps}." if seps else
              f"No metric separates the variants at this size ({report.n_queries} queries): read the differences "
              "below as unresolved, not as equal."), ""]

@@ -444,7 +444,7 @@ def test_the_verdict_gives_updates_format_errors_and_what_separates_the_variants
     # b delivers on every query a missed, and passes more checks: those tests separate them (Holm p < 0.05)
     assert "delivery" in rep.separating and "success" not in rep.separating
     md = render_markdown(rep)
-    assert "| b | 3 | yes | 0.400 |" in md and "| a | 0 | no (no update) | 1.000 |" in md
+    assert "| b | 3 | yes | 0.400 | — |" in md and "| a | 0 | no (no update) | 1.000 | — |" in md
     assert "Separated at this size (Holm-adjusted p < 0.05): delivery" in md
 
 
@@ -453,3 +453,20 @@ def test_a_variant_without_step_metrics_is_unknown_not_unchanged():
     rep = build_report(vs, "reward", "", None, FAST)
     assert all(v["optimizer_steps"] is None and v["rl_differs_from_sft"] is None for v in rep.verdict)
     assert "No variant made a GRPO update" not in render_markdown(rep)
+
+
+def test_variants_that_trained_exactly_alike_are_named_as_copies():
+    """A curriculum still on its first reward trains as that reward; two rewards that paid nothing both leave
+    the SFT model: the verdict says which variants are copies of which, whatever their timings."""
+    a, b = _zero_success_pair()
+    c = VariantResult("c", {"reward": "c"}, dict(b.outcomes), samples=dict(b.samples))
+    vs = _with_training([a, b, c], [0, 3, 3], [10, 4, 4])
+    for v, t in zip(vs, (1.0, 2.0, 9.0)):
+        v.curves["step_time_s"] = [(1, t), (2, t)]
+    c.curves["reward_mean"] = b.curves["reward_mean"] = [(1, 0.5), (2, 0.0)]
+    rep = build_report(vs, "reward", "", None, FAST)
+    assert [v["trained_as"] for v in rep.verdict] == [None, None, "b"]
+    md = render_markdown(rep)
+    assert "| c | 3 | yes | 0.400 | b |" in md and "copies of its model: c = b." in md
+    c.curves["reward_mean"] = [(1, 0.5), (2, 0.25)]
+    assert [v["trained_as"] for v in build_report(vs, "reward", "", None, FAST).verdict] == [None, None, None]
