@@ -97,7 +97,10 @@ def door_repro() -> None:
     sft_eval = sft_eval.get("metrics", sft_eval)
     check(sft_eval["mean_tool_calls"] > 0, "repro",
           f"the SFT model calls tools ({sft_eval['mean_tool_calls']:.1f} an episode; delivery "
-          f"{sft_eval['delivery_rate']:.2f}; GRPO updates {summary.get('optimizer_steps')})")
+          f"{sft_eval['delivery_rate']:.2f}; answered {sft_eval['finish_reasons'].get('answer', 0)} of {sft_eval['n']})")
+    check(summary.get("optimizer_steps", 0) > 0 and any(s["reward_std"] > 0 for s in steps), "repro",
+          f"GRPO updated the policy from non-zero advantages ({summary.get('optimizer_steps')} optimizer steps; "
+          f"reward std per step {[round(s['reward_std'], 3) for s in steps]})")
     again = sh([str(BIN / "dvc"), "repro"], timeout=600)
     check(again.returncode == 0 and "Data and pipelines are up to date" in again.stdout, "repro",
           "a second dvc repro is a no-op")
@@ -169,6 +172,7 @@ def door_ablation(ablation: str) -> None:
           "ablation", f"the comparison report on the parent run: {sorted(artifacts)}")
 
     _mlflow_entities(client, exp.experiment_id, finished)
+    _learning(client, exp.experiment_id, parent, sorted(finished))
     _prefect_artifacts(m.group(1), ablation)
 
     shown = sh([str(BIN / "dvc"), "exp", "show", "--json"], timeout=600)
@@ -197,6 +201,29 @@ def _mlflow_entities(client, experiment_id: str, variants: dict) -> None:
     stages = sorted({v.tags.get("star.stage") for v in versions})
     check({"sft", "grpo"} <= set(stages), "ablation",
           f"SFT and RL models registered as star-smoke: {len(versions)} versions from {stages}")
+
+
+def _learning(client, experiment_id: str, parent, variants: list[str]) -> None:
+    """GRPO updated the variants whose reward paid some rollout; the verdict names the copies; the RL models
+    of variants that trained differently are different weights, those of copies the same."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        report = json.loads(Path(client.download_artifacts(parent.info.run_id, "report/report.json", tmp)).read_text())
+    verdict = {v["variant"]: v for v in report["verdict"]}
+    updated = sorted(n for n, v in verdict.items() if v["optimizer_steps"])
+    check(sorted(verdict) == variants and updated, "ablation", "GRPO updated the policy in "
+          + ", ".join(f"{n} ({v['optimizer_steps']} steps)" for n, v in sorted(verdict.items()) if v["optimizer_steps"])
+          + f"; no update in {sorted(set(variants) - set(updated)) or 'none'}")
+    models = client.search_logged_models([experiment_id], filter_string="tags.`star.stage` = 'grpo'")
+    digests = {m.tags.get("star.variant"): m.tags.get("star.model_digest") for m in models
+               if m.tags.get("star.path") == "models/rl/selected" and m.tags.get("star.variant") in variants}
+    alike = {n: v["trained_as"] for n, v in verdict.items() if v.get("trained_as")}
+    distinct = [n for n in variants if n not in alike]
+    check(sorted(digests) == variants and len({digests[n] for n in distinct}) == len(distinct)
+          and all(digests[n] == digests[o] for n, o in alike.items()), "ablation",
+          f"the variants' RL models differ where their training did ({len(set(digests.values()))} distinct weights "
+          f"over {len(variants)} variants; copies per the verdict: {alike or 'none'})")
 
 
 def _prefect_artifacts(flow_run_id: str, ablation: str) -> None:
