@@ -117,6 +117,9 @@ def door_ablation(ablation: str) -> None:
     served = sh([str(BIN / "star"), "serve"], timeout=600, env=env)
     print(served.stdout[-2000:], served.stderr[-2000:])
     check(served.returncode == 0, "ablation", "star serve started Prefect server, worker and MLflow UI")
+    limit = sh([str(BIN / "prefect"), "gcl", "inspect", "star-compute"], timeout=120, env=env)
+    check(limit.returncode == 0 and "star-compute" in limit.stdout, "ablation",
+          "star serve set the global concurrency limit of training and evaluation stages (star-compute)")
     # A second run of the same ablation, submitted first and left running beside the README's one: runs
     # side by side wait for each other's variant workspaces instead of failing on them.
     beside = sh([str(BIN / "prefect"), "deployment", "run", "star/ablation", "--param", f"ablation={ablation}"],

@@ -3,7 +3,10 @@
 Each task runs its stage through DVC in the variant's workspace (`dvc repro --single-item STAGE`,
 see star.orchestration.stages.Workspace) and returns whether DVC ran it or restored it from its
 run-cache. A stage is retried `flow.retries` times unless dvc.yaml marks it `meta: {retries: 0}`
-(training: a rerun costs the whole run; `star grpo --resume` exists for that).
+(training: a rerun costs the whole run; `star grpo --resume` exists for that). A stage marked
+`meta: {compute: true}` first takes a slot of Prefect's global concurrency limit `star-compute`
+(`flow.compute_slots`, set by `star serve`), so runs side by side never train or evaluate at once
+on one machine; without that limit it runs at once.
 """
 
 from __future__ import annotations
@@ -12,12 +15,20 @@ from functools import lru_cache
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.concurrency.sync import concurrency
 
 from star.orchestration.stages import PROJECT_DIR, StageResult, Workspace, stage_meta, stage_order
 
 
+COMPUTE_LIMIT = "star-compute"
+
+
 def _run(workspace: Workspace, stage: str) -> StageResult:
-    return workspace.repro(stage, log=get_run_logger().info)
+    log = get_run_logger().info
+    if not _meta().get(stage, {}).get("compute"):
+        return workspace.repro(stage, log=log)
+    with concurrency(COMPUTE_LIMIT, occupy=1):  # a DVC restore inside takes the slot briefly, harmlessly
+        return workspace.repro(stage, log=log)
 
 
 @lru_cache(maxsize=None)

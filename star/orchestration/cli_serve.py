@@ -172,6 +172,23 @@ def follow(project: Path, poll: float = 0.5) -> int:
             fh.close()
 
 
+COMPUTE_LIMIT = "star-compute"  # tasks/stages.py takes a slot of it for each `meta: {compute: true}` stage
+
+
+def _compute_limit(bin_dir: Path, project: Path, env: dict, slots: int) -> None:
+    """The global concurrency limit of compute-heavy stages: `slots` of them at once, none when 0."""
+    prefect = [str(bin_dir / "prefect"), "global-concurrency-limit"]
+    if slots == 0:
+        subprocess.run([*prefect, "delete", COMPUTE_LIMIT], cwd=project, env=env, capture_output=True, input="y\n",
+                       text=True)
+        return
+    made = subprocess.run([*prefect, "create", COMPUTE_LIMIT, "--limit", str(slots)], cwd=project, env=env,
+                          capture_output=True, text=True)
+    if made.returncode != 0:  # it exists: set its size
+        subprocess.run([*prefect, "update", COMPUTE_LIMIT, "--limit", str(slots), "--enable"], cwd=project, env=env,
+                       capture_output=True)
+
+
 def run(args: argparse.Namespace) -> int:
     project = PROJECT_DIR
     if args.stop:
@@ -195,6 +212,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     subprocess.run([str(bin_dir / "prefect"), "work-pool", "create", pool, "--type", "process"], cwd=project,
                    env=env, capture_output=True)  # fails harmlessly when it exists
+    _compute_limit(bin_dir, project, env, cfg["flow"].compute_slots)
     point_prefect_profile(project, api)
     if not args.no_deploy:
         # The deployments on this machine's pool (prefect.yaml's `variant-gpu` is for GPU nodes' pool).

@@ -14,6 +14,10 @@ class FlowConfig(BaseModel):
     """Prefect work pool the `ablation` deployment submits to (a local process pool by default)."""
     runs_dir: str = "runs"
     """Where flow runs keep their stage outputs, content-addressed so variants share upstream work."""
+    compute_slots: int = Field(1, ge=0)
+    """Compute-heavy stages (dvc.yaml `meta: {compute: true}`: training, evaluation) that run at once across
+    every flow run of this Prefect server, a global concurrency limit `star serve` sets (0: no limit). One on
+    a small machine: two heavy processes on two cores run ~10x slower, not 2x; raise it for several workers."""
     retries: int = Field(1, ge=0)
     """Retries of a stage that is safe to repeat (its outputs are written atomically)."""
     dvc_remote: str | None = None

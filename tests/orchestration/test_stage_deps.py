@@ -112,3 +112,10 @@ def test_every_stage_that_runs_episodes_opens_them_with_the_one_sandbox_prompt()
         stage = stages[name].get("do", stages[name])
         assert "sandbox.prompt" in stage["params"], name  # a prompt change reruns the stage
         assert "prompt ${sandbox.prompt}" in stage["cmd"] or "prompt=${sandbox.prompt}" in stage["cmd"], name
+
+
+def test_training_and_evaluation_stages_take_the_compute_limit_and_nothing_else_does():
+    from star.orchestration.stages import stage_meta
+
+    heavy = sorted(name for name, meta in stage_meta(ROOT).items() if meta.get("compute"))
+    assert heavy == ["eval_agent@base", "eval_agent@rl", "eval_agent@sft", "grpo", "sft"]
