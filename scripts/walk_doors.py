@@ -97,7 +97,8 @@ def door_repro() -> None:
     sft_eval = sft_eval.get("metrics", sft_eval)
     check(sft_eval["mean_tool_calls"] > 0, "repro",
           f"the SFT model calls tools ({sft_eval['mean_tool_calls']:.1f} an episode; delivery "
-          f"{sft_eval['delivery_rate']:.2f}; answered {sft_eval['finish_reasons'].get('answer', 0)} of {sft_eval['n']})")
+          f"{sft_eval['delivery_rate']:.2f}; answered {sft_eval['finish_reasons'].get('answer', 0)} "
+          f"of {sft_eval['n']})")
     check(summary.get("optimizer_steps", 0) > 0 and any(s["reward_std"] > 0 for s in steps), "repro",
           f"GRPO updated the policy from non-zero advantages ({summary.get('optimizer_steps')} optimizer steps; "
           f"reward std per step {[round(s['reward_std'], 3) for s in steps]})")

@@ -17,10 +17,8 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.concurrency.sync import concurrency
 
+from star.orchestration.cli_serve import COMPUTE_LIMIT
 from star.orchestration.stages import PROJECT_DIR, StageResult, Workspace, stage_meta, stage_order
-
-
-COMPUTE_LIMIT = "star-compute"
 
 
 def _run(workspace: Workspace, stage: str) -> StageResult:

@@ -29,8 +29,8 @@ METRIC_COLUMNS = [("delivery_rate", "delivery"), ("commonsense_micro", "cs micro
 
 
 def agent_config(cfg: EvalConfig) -> AgentConfig:
-    return AgentConfig(prompt=cfg.prompt, tool_budget=cfg.tool_budget, max_context=cfg.max_context, failure_rate=0.0,
-                       eval_mode=cfg.mode)  # evaluation always runs clean (recipe §4)
+    return AgentConfig(prompt=cfg.prompt, tool_budget=cfg.tool_budget, max_context=cfg.max_context,
+                       failure_rate=0.0, eval_mode=cfg.mode)  # evaluation always runs clean (recipe §4)
 
 
 def run_policy(backend, db: Database, queries: list[dict], cfg: EvalConfig, max_batch: int = 8,
@@ -88,7 +88,8 @@ def metrics(trajectories: list[Trajectory], queries: list[dict], db: Database, m
 
 def metric_table(m: dict) -> str:
     head = "| level | n | " + " | ".join(name for _, name in METRIC_COLUMNS) + " |"
-    lines = [f"evaluator mode: {m.get('mode')}; rates as fractions in [0, 1]", "", head, "|" + "---|" * (len(METRIC_COLUMNS) + 2)]
+    lines = [f"evaluator mode: {m.get('mode')}; rates as fractions in [0, 1]", "", head,
+             "|" + "---|" * (len(METRIC_COLUMNS) + 2)]
     rows = [(lvl, r) for lvl, r in m.get("per_level", {}).items()] + [("all", m)]
     for lvl, r in rows:
         lines.append(f"| {lvl} | {r['n']} | " + " | ".join(f"{r[k]:.3f}" for k, _ in METRIC_COLUMNS) + " |")

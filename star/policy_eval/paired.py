@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from star.agent.env import score_plan
-from star.evaluation.audit import HACK_FLAGS, HACK_LABELS, hack_flags
+from star.evaluation.audit import HACK_FLAGS, HACK_LABELS, hack_flags, is_complete
 from star.evaluation.evaluator import MODES
 from star.evaluation.rewards import REWARDS as REWARD_REGISTRY
 from star.evaluation.rewards import compute_reward
@@ -33,10 +33,11 @@ LABELS = {"delivered": "plan delivered", "cs_micro": "commonsense micro", "cs_ma
           "answer": "ended with an answer", "context_overflow": "context full", "call_budget": "call budget spent",
           "format_error": "format error", "loophole": "loophole (official pass, strict fail)",
           "slot_credit": "slot credit (valid share of required slots)",
+          "complete": "complete plan (every day, every required slot filled)",
           **{f"hack_{k}": f"plan: {v}" for k, v in HACK_LABELS.items()}}
 # The reward-hacking audit per episode (strict reading): flags of the plan, its slot credit, and the
 # reward the flagged plans earn (reward x flagged), so a rise in stub plans shows as a paired difference.
-AUDIT = (*(f"hack_{k}" for k in (*HACK_FLAGS, "hacked")), "slot_credit")
+AUDIT = ("complete", *(f"hack_{k}" for k in (*HACK_FLAGS, "hacked")), "slot_credit")
 
 
 @dataclass
@@ -78,6 +79,7 @@ def episode_values(traj: dict, query: dict, db) -> Episode:
         if mode == "strict":
             flags = hack_flags(s)
             values.update({f"hack_{k}": float(v) for k, v in flags.items()})
+            values["complete"] = float(is_complete(s))
             values["slot_credit"] = float(s.get("slot_credit", 0.0))
             for name in REWARD_REGISTRY:
                 values[f"hacked_reward_{name}"] = values[f"strict/reward_{name}"] * flags["hacked"]
@@ -132,7 +134,8 @@ def compare(before: list[dict], after: list[dict], queries: list[dict], db,
                     if lv in ("easy", "medium", "hard") else 9)
     level_of = {e.query: e.level for e in eps["before"]}
     out["by_level"] = {lv: [row(f"{mode}/{k}", lambda r, lv=lv: level_of[r["id"]] == lv)
-                            for mode in MODES for k in ("reward_sum", "delivered", "success")] for lv in levels}
+                            for mode in MODES for k in ("reward_sum", "reward_quality", "delivered", "success")]
+                     for lv in levels}
     return out
 
 

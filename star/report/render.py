@@ -11,14 +11,15 @@ from star.report.metrics import HEADLINE, LOOPHOLE_GAP
 from star.report import paper_results as paper
 
 
-def _rate(x: float | None) -> str:
-    """A rate as a fraction in [0, 1], the unit of metrics.json, MLflow and `star experiments` (one unit everywhere)."""
+def _value(x: float | None) -> str:
+    """A value to three decimals: rates as fractions in [0, 1], the unit of metrics.json, MLflow and
+    `star experiments` (one unit everywhere), other metrics as they are."""
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
 
 def _paper(x: float | None) -> str:
     """A paper number (published in %) in the report's unit."""
-    return "—" if x is None else _rate(x / 100)
+    return "—" if x is None else _value(x / 100)
 
 
 def _md_table(header: list[str], rows: list[list[Any]]) -> str:
@@ -46,7 +47,7 @@ def _table1(report: Report, variants: list[VariantResult]) -> str:
     for c in cols:
         if c in ("base", "sft"):
             vals = [v.baselines.get(c, {}).get("success_rate") for v in variants if v.baselines.get(c)]
-            ours.append(_rate(vals[0]) if vals else "—")
+            ours.append(_value(vals[0]) if vals else "—")
         else:
             r = by_reward.get(c)
             ours.append(_cell(r, "success") if r else "—")
@@ -54,22 +55,16 @@ def _table1(report: Report, variants: list[VariantResult]) -> str:
     return _md_table(["scale", "Base", "SFT", "Sum", "Macro", "Success", "Curriculum"], lines)
 
 
-def _fmt(metric: str, x: float | None) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    return _rate(x) if HEADLINE[metric].rate else f"{x:.3f}"
-
-
 def _cell(row: dict[str, Any], metric: str) -> str:
     """'value [low, high]', or the bare value when only the aggregate is known."""
     if metric not in row:
         return "—"
     if f"{metric}_low" not in row:
-        return _fmt(metric, row[metric])
-    return f"{_fmt(metric, row[metric])} [{_fmt(metric, row[metric + '_low'])}, {_fmt(metric, row[metric + '_high'])}]"
+        return _value(row[metric])
+    return f"{_value(row[metric])} [{_value(row[metric + '_low'])}, {_value(row[metric + '_high'])}]"
 
 
-def _diff(metric: str, x: float) -> str:
+def _diff(x: float) -> str:
     return f"{x:+.3f}"
 
 
@@ -90,7 +85,7 @@ def verdict_lines(report: Report) -> list[str]:
                 f"{len(known)} variants cannot differ and every test below compares copies of one model.**", ""]
     rows = [[v["variant"], "—" if v["optimizer_steps"] is None else v["optimizer_steps"],
              {None: "unknown", True: "yes", False: "no (no update)"}[v["rl_differs_from_sft"]],
-             _rate(v["format_error"]), v.get("trained_as") or "—"] for v in report.verdict]
+             _value(v["format_error"]), v.get("trained_as") or "—"] for v in report.verdict]
     seps = ", ".join(HEADLINE[m].label for m in report.separating)
     alike = {v["variant"]: v["trained_as"] for v in report.verdict if v.get("trained_as")}
     return ["## Verdict", "", _md_table(["variant", "optimizer steps", "RL model differs from SFT",
@@ -114,14 +109,16 @@ def render_markdown(report: Report, variants: list[VariantResult] | None = None)
     if report.rows:
         reward = f"; mean reward scored with the `{report.reward}` reward" if report.reward else ""
         out += [f"Evaluation set: {report.eval_set} ({report.n_queries} queries, same queries for every variant); "
-                f"evaluator mode: `{report.evaluator_mode}`. Rates are fractions in [0, 1] (as in MLflow and metrics.json; paper numbers, published in %, are divided by 100){reward}; each value is the mean over queries "
+                f"evaluator mode: `{report.evaluator_mode}`. Rates are fractions in [0, 1] (as in MLflow and "
+                f"metrics.json; paper numbers, published in %, are divided by 100){reward}; each value is the mean "
+                "over queries "
                 f"of the per-query mean over samples, with its {round(report.confidence * 100)}% bootstrap "
                 "interval over queries.", ""]
         gap = any(LOOPHOLE_GAP in r for r in report.rows)
         header = ["variant", *report.axes, *[f"{HEADLINE[m].label} [CI]" if m in report.metrics else HEADLINE[m].label
                                              for m in shown], *([LOOPHOLE_GAP] if gap else []), "paper success"]
         rows = [[r["variant"], *[r.get(a, "") for a in report.axes], *[_cell(r, m) for m in shown],
-                 *([_rate(r.get(LOOPHOLE_GAP))] if gap else []),
+                 *([_value(r.get(LOOPHOLE_GAP))] if gap else []),
                  _paper(r["paper_success"])] for r in report.rows]
         out += ["## Headline metrics by variant", "", _md_table(header, rows), ""]
         if gap:
@@ -129,11 +126,11 @@ def render_markdown(report: Report, variants: list[VariantResult] | None = None)
                     "(a policy can learn the official mode's loopholes).", ""]
     if report.tests:
         out += ["## Paired comparisons (same queries)", "",
-                f"Variant minus baseline per metric (rates as differences of fractions), {round(report.confidence * 100)}% paired "
+                "Variant minus baseline per metric (rates as differences of fractions), "
+                f"{round(report.confidence * 100)}% paired "
                 f"bootstrap interval; p-values Holm-adjusted over all {len(report.tests)} tests.", ""]
         trows = [[HEADLINE[t["metric"]].label, t["variant"], t["baseline"],
-                  f"{_diff(t['metric'], t['difference'])} [{_diff(t['metric'], t['difference_low'])}, "
-                  f"{_diff(t['metric'], t['difference_high'])}]",
+                  f"{_diff(t['difference'])} [{_diff(t['difference_low'])}, {_diff(t['difference_high'])}]",
                   f"{t['baseline_only']}/{t['variant_only']}" if t["method"] == "exact McNemar" else "",
                   f"{t['p_value']:.3g}", f"{t['p_holm']:.3g}", t["method"]] for t in report.tests]
         out += [_md_table(["metric", "variant", "vs", "Δ [CI]", "discordant", "p", "p (Holm)", "test"], trows), ""]
@@ -141,7 +138,7 @@ def render_markdown(report: Report, variants: list[VariantResult] | None = None)
         out += ["## Factorial effects", "", "Effects are deviations from the grand mean (main effects) or from the "
                 "additive model (interactions), rates as differences of fractions.", ""]
         erows = [[HEADLINE[e["metric"]].label, e["term"],
-                  ", ".join(f"{k}: {_diff(e['metric'], v)}" for k, v in e["levels"].items()),
+                  ", ".join(f"{k}: {_diff(v)}" for k, v in e["levels"].items()),
                   f"{e['sum_of_squares']:.3g}", f"{e['p_value']:.3g}"] for e in report.effects]
         out += [_md_table(["metric", "term", "effects", "SS", "p (permutation)"], erows), ""]
     if report.failed:

@@ -41,6 +41,8 @@ class SmokeModelConfig(_Config):
     """Seed of the random initialisation and of the tokenizer's training text."""
     tokenizer_docs: int = 4000
     """How many Python standard-library docstrings to mix into the tokenizer corpus (general English)."""
+    tokenizer_world: Literal["generated", "sandbox"] = "generated"
+    """Whose text trains the tokenizer: the generated world, or the pipeline's sandbox (the real database's names)."""
 
 
 class ModelConfig(_Config):

@@ -155,9 +155,10 @@ def build_hub(profile: str, out: str | os.PathLike) -> Path:
     return _save_atomically(Path(out), write)
 
 
-def build_model(profile: str, out: str | os.PathLike, smoke: SmokeModelConfig | None = None) -> Path:
+def build_model(profile: str, out: str | os.PathLike, smoke: SmokeModelConfig | None = None, db=None) -> Path:
+    """`smoke` shapes the smoke model; `db` is the world whose text trains its tokenizer (None: generated)."""
     if profile == "smoke":
-        return build_smoke(out, smoke)
+        return build_smoke(out, smoke, db)
     if profile == "cpu":
         return build_cpu(out)
     if profile in HUB_MODELS:

@@ -106,6 +106,24 @@ def test_hacking_audit_flags_plans_that_are_not_plans(any_db):
     flagged = rewards["sum"][2] + rewards["sum"][3]
     assert audit["hacked_reward_share_sum"] == pytest.approx(flagged / sum(rewards["sum"]))
     assert "leave required slots empty | 0.500" in hacking_table(audit)
+    # complete: every day with every required slot filled, valid or not (the certified plan, one wrong item)
+    assert audit["complete_rate"] == pytest.approx(2 / 4)
+    assert "complete plans (every day, every required slot filled): 0.500" in hacking_table(audit)
+
+
+def test_a_plan_is_complete_only_when_delivered_whole(any_db):
+    from star.agent.env import score_plan
+    from star.evaluation.audit import is_complete
+    from star.evaluation.degrade import degraded_plans
+    from star.synthesis.pipeline import synthesize
+
+    q = synthesize(any_db, 1, seed=11)[0]
+    plans = degraded_plans(q)
+    verdict = {n: is_complete(score_plan(q, plans[n], any_db, "strict"))
+               for n in ("certified", "one wrong item", "first day only", "skeleton (cities + transport)")}
+    assert verdict == {"certified": True, "one wrong item": True, "first day only": False,
+                       "skeleton (cities + transport)": False}
+    assert not is_complete(score_plan(q, None, any_db, "strict"))
 
 
 def test_eval_agent_metrics_carry_the_hacking_audit(generated_db):
