@@ -26,12 +26,22 @@ def parse_lines(lines: Iterable[str]) -> Iterator[tuple[int, Any, json.JSONDecod
             yield lineno, None, exc
 
 
+def open_text(path: str | Path):
+    """A text file for reading, through gzip when its name ends in `.gz` (committed result files are kept
+    small that way)."""
+    import gzip
+
+    path = Path(path)
+    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
+
+
 def iter_jsonl(path: str | Path, error: type[Exception] = ValueError) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for each non-blank line; `error` is raised for a missing file or bad line."""
+    """(line number, object) for each non-blank line (a `.gz` file through gzip); `error` is raised for a
+    missing file or bad line."""
     path = Path(path)
     if not path.is_file():
         raise error(f"{path}: file not found")
-    with open(path, encoding="utf-8") as fh:
+    with open_text(path) as fh:
         for lineno, record, bad in parse_lines(fh):
             if bad is not None:
                 raise error(f"{path}:{lineno}: not valid JSON ({bad.msg} at column {bad.colno})")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from star.evaluation.llm_formatter import FormatterError
 from star.evaluation.plan import PlanParseError, parse_plan_text
-from star.jsonl import parse_lines
+from star.jsonl import open_text, parse_lines
 
 
 class PlanFileError(ValueError):
@@ -57,7 +57,7 @@ def read_plan_lines(path: str | Path, formatter=None) -> list[PlanLine]:
     if not path.is_file():
         raise PlanFileError(f"plans file not found: {path}")
     out = []
-    with open(path, encoding="utf-8") as fh:
+    with open_text(path) as fh:
         for n, record, bad in parse_lines(fh):
             if bad is not None:  # recorded, and the next line read: one bad plan costs only itself
                 out.append(PlanLine(n, None, None, f"{path}:{n}: malformed JSON ({bad.msg} at column {bad.colno})"))

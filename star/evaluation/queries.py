@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from star.jsonl import parse_lines
+from star.jsonl import open_text, parse_lines
 
 LOCAL_KEYS = ("house rule", "cuisine", "room type", "transportation")
 INT_FIELDS = ("days", "people_number", "budget", "visiting_city_number")
@@ -88,7 +88,7 @@ def load_queries(path: str | Path) -> list[dict]:
                 except QueryError as exc:
                     raise QueryError(f"{path}: row at line {n}: {exc}") from None
         return out
-    with open(path, encoding="utf-8") as fh:
+    with open_text(path) as fh:
         for n, record, bad in parse_lines(fh):
             if bad is not None:
                 raise QueryError(f"{path}:{n}: malformed JSON ({bad.msg})")

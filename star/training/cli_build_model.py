@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from star.sandbox.database import load_database
 from star.training.config import ModelConfig, SmokeModelConfig, resolve_config
 from star.training.models import ModelBuildError, build_model, read_profile
 
@@ -47,8 +48,6 @@ def run(args: argparse.Namespace) -> int:
         if args.profile == "smoke" and cfg.tokenizer_world == "sandbox":
             if not args.db:
                 raise ModelBuildError("model.smoke.tokenizer_world is sandbox: pass the sandbox as --db")
-            from star.sandbox.database import load_database
-
             db = load_database(args.db)
         path = build_model(args.profile, args.out, cfg, db=db)
     except ModelBuildError as exc:

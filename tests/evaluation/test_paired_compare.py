@@ -125,3 +125,44 @@ def test_a_missing_evaluation_or_a_broken_line_is_named(two_evaluations, tmp_pat
     (broken / "trajectories.jsonl").write_text('{"query_id": "q0"\n')
     with pytest.raises(SystemExit, match=r"trajectories.jsonl:1: not valid JSON"):
         _compare(root, tmp_path / "o", after="broken")
+
+
+def test_the_committed_result_files_rebuild_the_same_comparison(two_evaluations, tmp_path):
+    """scripts/result_files.py keeps per episode what re-scoring needs (ids, seeds, finish reason, calls,
+    plan), gzipped; `star compare` and `star evaluate` on those files alone give what the full outputs give."""
+    import gzip
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root, tables = two_evaluations
+    script = Path(__file__).resolve().parents[2] / "scripts" / "result_files.py"
+    data = tmp_path / "data"
+    for side in ("before", "after"):
+        subprocess.run([sys.executable, str(script), "--eval", str(root / side), "--out",
+                        str(data / f"{side}.jsonl.gz")], check=True, capture_output=True)
+    subprocess.run([sys.executable, str(script), "--queries", str(root / "val.jsonl"), "--out",
+                    str(data / "queries.jsonl.gz")], check=True, capture_output=True)
+    record = json.loads(gzip.open(data / "after.jsonl.gz", "rt").readline())
+    assert "messages" not in record and "token_ids" not in record
+    assert {"idx", "query_id", "seed", "finish_reason", "tool_calls", "plan"} <= set(record)
+
+    assert _compare(root, tmp_path / "full") == 0
+    assert main(["compare", "--before", str(data / "before.jsonl.gz"), "--after", str(data / "after.jsonl.gz"),
+                 "--names", "B", "A", "--queries", str(data / "queries.jsonl.gz"), "--db", "generated:0",
+                 "--out", str(tmp_path / "slim"), "--quiet"]) == 0
+    full = json.loads((tmp_path / "full" / "compare.json").read_text())
+    assert json.loads((tmp_path / "slim" / "compare.json").read_text()) == full
+
+    # one plan per query for `star evaluate`: the first sample's, scored as the episodes were
+    from star.evaluation.rewards import compute_reward
+    from star.jsonl import read_jsonl
+
+    first = [r for r in read_jsonl(data / "after.jsonl.gz") if r["sample"] == 0]
+    (tmp_path / "first.jsonl").write_text("".join(json.dumps(r) + "\n" for r in first))
+    assert main(["evaluate", "--queries", str(data / "queries.jsonl.gz"), "--plans", str(tmp_path / "first.jsonl"),
+                 "--db", "generated:0", "--mode", "official", "--reward", "sum", "--out",
+                 str(tmp_path / "scores.json")]) == 0
+    episodes = [t for t in read_jsonl(root / "after" / "trajectories.jsonl") if t["sample"] == 0]
+    expected = sum(compute_reward("sum", t["scores"], t["finish_reason"]) for t in episodes) / len(episodes)
+    assert json.loads((tmp_path / "scores.json").read_text())["reward"]["mean"] == pytest.approx(expected)

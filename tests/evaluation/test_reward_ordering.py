@@ -25,7 +25,7 @@ def certified(any_db):
 def test_the_travelplanner_profiles_train_with_an_ordered_reward():
     from star.config import resolve
 
-    for profile in ("smoke", "cpu", "travel"):
+    for profile in ("smoke", "cpu", "travel", "travel-small"):
         assert resolve(profile).values["rl"]["reward"] in ORDERED, profile
 
 
