@@ -68,7 +68,12 @@ def main(argv=None) -> int:
     from star.sandbox.database import load_database
     from star.training.config import resolve_config
 
+    import yaml
+
     cfg = resolve_config(EvalConfig, "eval", path=args.config)
+    # the stage passes the sandbox's prompt (`--prompt ${sandbox.prompt}`): so does the profile here
+    prompt = (yaml.safe_load(Path(args.config).read_text()).get("sandbox") or {}).get("prompt", cfg.prompt)
+    cfg = EvalConfig(**{**cfg.model_dump(), "prompt": prompt, "split": Path(args.queries).stem})
     batch = args.batch or cfg.batch
     queries = read_jsonl(args.queries)[: args.limit]
     db = load_database(args.db)
@@ -99,7 +104,7 @@ def main(argv=None) -> int:
               clock.n["tools and parsing"], 0)]
     total = t_run + t_score
     policy = sum(t.n_policy_tokens for t in trajs)
-    print(f"\n{len(trajs)} episodes, batch {batch}, {total:.1f} s ({total / max(len(trajs), 1):.2f} s an episode); "
+    print(f"\n{len(trajs)} episodes, batch {batch}, prompt {cfg.prompt}, {total:.1f} s ({total / max(len(trajs), 1):.2f} s an episode); "
           f"{policy} policy tokens ({policy / t_run:.1f} / s over the run)")
     print("| phase | s | share | calls | tokens | tokens/s |\n|---|---|---|---|---|---|")
     for name, s, n, tok in rows:
