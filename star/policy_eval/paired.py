@@ -79,7 +79,7 @@ def episode_values(traj: dict, query: dict, db) -> Episode:
         if mode == "strict":
             flags = hack_flags(s)
             values.update({f"hack_{k}": float(v) for k, v in flags.items()})
-            values["complete"] = float(is_complete(s))
+            values["complete"] = float(is_complete(s, flags))
             values["slot_credit"] = float(s.get("slot_credit", 0.0))
             for name in REWARD_REGISTRY:
                 values[f"hacked_reward_{name}"] = values[f"strict/reward_{name}"] * flags["hacked"]
