@@ -89,9 +89,11 @@ def door_repro() -> None:
     paired = json.loads((PROJECT / "metrics/compare/compare.json").read_text())
     limit = (yaml.safe_load((PROJECT / "params.yaml").read_text())["eval"].get("limit") or 10**9)
     val = min(limit, len((PROJECT / "data/splits/val.jsonl").read_text().splitlines()))
-    row = next(r for r in paired["modes"]["official"]["headline"] if r["key"] == "official/reward_sum")
+    reward = yaml.safe_load((PROJECT / "params.yaml").read_text())["rl"]["reward"]
+    row = paired["modes"]["official"]["headline"][0]
+    check(row["key"] == f"official/reward_{reward}", "repro", f"compare's headline is the trained reward ({reward})")
     check(paired["queries"] == val and (PROJECT / "metrics/compare/compare.png").is_file(), "repro",
-          f"compare paired the SFT and RL evaluations over {val} validation queries: RL - SFT reward (sum) "
+          f"compare paired the SFT and RL evaluations over {val} validation queries: RL - SFT reward ({reward}) "
           f"{row['diff']:+.3f} (s.e. {row['diff_se']:.3f})")
     sft_eval = json.loads((PROJECT / "metrics/eval/sft/metrics.json").read_text())
     sft_eval = sft_eval.get("metrics", sft_eval)

@@ -25,7 +25,8 @@ from star.jsonl import atomic_write_text, read_jsonl
 from star.plots import save_figure
 from star.stats import paired_difference
 
-HEADLINE = ("reward_sum", "delivered", "cs_micro", "cs_macro", "hard_micro", "hard_macro", "success")
+# The paper's metrics; a comparison's headline row before them is the reward the model was trained on.
+HEADLINE = ("delivered", "cs_micro", "cs_macro", "hard_micro", "hard_macro", "success")
 BEHAVIOUR = ("tool_calls", "policy_tokens", "answer", "context_overflow", "call_budget", "format_error")
 LABELS = {"delivered": "plan delivered", "cs_micro": "commonsense micro", "cs_macro": "commonsense macro",
           "hard_micro": "hard micro", "hard_macro": "hard macro", "success": "success",
@@ -98,10 +99,14 @@ def _checks_of(episodes: list[Episode], mode: str) -> set[str]:
 
 
 def compare(before: list[dict], after: list[dict], queries: list[dict], db,
-            names: tuple[str, str] = ("before", "after"), progress: bool = False) -> dict:
+            names: tuple[str, str] = ("before", "after"), progress: bool = False, reward: str = "sum") -> dict:
     """The paired comparison as a JSON-ready dict: `rows` (one per value: before, after, diff, s.e., z, queries
-    better / worse), grouped into headline / reward / checks / behaviour per mode, and `by_level`."""
+    better / worse), grouped into headline (`reward` first: the one trained on) / the other rewards / checks /
+    behaviour per mode, and `by_level`."""
     from tqdm.auto import tqdm
+
+    if reward not in REWARD_REGISTRY:
+        raise ValueError(f"unknown reward {reward!r}; registered: {', '.join(REWARD_REGISTRY)}")
 
     by_id = {str(q.get("id", q.get("idx", i))): q for i, q in enumerate(queries)}
     missing = sorted({str(t["query_id"]) for t in before + after} - set(by_id))
@@ -119,13 +124,13 @@ def compare(before: list[dict], after: list[dict], queries: list[dict], db,
         d = paired_difference(b, a, lambda r: r.get(key, 0.0))
         return {"key": key, **d}
 
-    out: dict = {"names": list(names), "queries": len({e.query for e in eps["before"]}),
+    out: dict = {"names": list(names), "reward": reward, "queries": len({e.query for e in eps["before"]}),
                  "episodes": len(eps["before"]), "modes": {}}
     for mode in MODES:
         checks = sorted(_checks_of(eps["before"], mode) | _checks_of(eps["after"], mode))
         out["modes"][mode] = {
-            "headline": [row(f"{mode}/{k}") for k in HEADLINE],
-            "rewards": [row(f"{mode}/reward_{n}") for n in REWARD_REGISTRY],
+            "headline": [row(f"{mode}/{k}") for k in (f"reward_{reward}", *HEADLINE)],
+            "rewards": [row(f"{mode}/reward_{n}") for n in REWARD_REGISTRY if n != reward],
             "checks": [row(k) for k in checks],
         }
     out["behaviour"] = [row(k) for k in BEHAVIOUR] + [row("loophole")]
@@ -133,13 +138,16 @@ def compare(before: list[dict], after: list[dict], queries: list[dict], db,
     levels = sorted({e.level for e in eps["before"]}, key=lambda lv: ("easy", "medium", "hard").index(lv)
                     if lv in ("easy", "medium", "hard") else 9)
     level_of = {e.query: e.level for e in eps["before"]}
+    by_level = dict.fromkeys((f"reward_{reward}", "reward_sum", "reward_quality", "delivered", "success"))
     out["by_level"] = {lv: [row(f"{mode}/{k}", lambda r, lv=lv: level_of[r["id"]] == lv)
-                            for mode in MODES for k in ("reward_sum", "reward_quality", "delivered", "success")]
+                            for mode in MODES for k in by_level]
                      for lv in levels}
     return out
 
 
-def headline_row(result: dict, mode: str = "official", key: str = "reward_sum") -> dict:
+def headline_row(result: dict, mode: str = "official", key: str | None = None) -> dict:
+    """A headline row; by default the trained reward's (comparisons written before it was named: `sum`)."""
+    key = key or f"reward_{result.get('reward', 'sum')}"
     return next(r for r in result["modes"][mode]["headline"] if r["key"] == f"{mode}/{key}")
 
 
@@ -182,7 +190,7 @@ def render_markdown(result: dict) -> str:
              "s.e. over queries; a check counts 1 when a delivered plan passes it.", ""]
     for mode in MODES:
         m = result["modes"][mode]
-        lines += [f"## {mode} evaluator", "", *_table(m["headline"] + m["rewards"][1:], names), "",
+        lines += [f"## {mode} evaluator", "", *_table(m["headline"] + m["rewards"], names), "",
                   f"### constraints ({mode})", "", *_table(m["checks"], names), ""]
     lines += ["## behaviour", "", *_table(result["behaviour"], names), ""]
     if result.get("audit"):  # comparisons written before the audit existed have none
@@ -206,8 +214,8 @@ def plot(result: dict, path: str | Path, mode: str = "official") -> Path:
 
     m = result["modes"][mode]
     behaviour = [r for r in result["behaviour"] if r["key"] not in ("tool_calls", "policy_tokens")]
-    panels = [("metrics", m["headline"] + m["rewards"][1:]), ("constraints", m["checks"]), ("how episodes end",
-                                                                                              behaviour)]
+    panels = [("metrics", m["headline"] + m["rewards"]), ("constraints", m["checks"]),
+              ("how episodes end", behaviour)]
     fig, axes = plt.subplots(1, 3, figsize=(16, 0.32 * max(len(p[1]) for p in panels) + 1.8))
     for ax, (title, rows) in zip(axes, panels):
         labels = [_label(r["key"]) for r in rows]
@@ -223,8 +231,8 @@ def plot(result: dict, path: str | Path, mode: str = "official") -> Path:
         ax.set_title(f"{title} ({mode})", fontsize=10)
         ax.set_xlabel(f"{result['names'][1]} − {result['names'][0]} (95% interval)", fontsize=8)
     h = headline_row(result, mode)
-    fig.suptitle(f"{result['names'][1]} − {result['names'][0]} on {result['queries']} held-out queries: reward (sum) "
-                 f"{h['diff']:+.3f} ± {h['diff_se']:.3f}, z {h['z']:.1f}", fontsize=11)
+    fig.suptitle(f"{result['names'][1]} − {result['names'][0]} on {result['queries']} held-out queries: "
+                 f"{_label(h['key'])} {h['diff']:+.3f} ± {h['diff_se']:.3f}, z {h['z']:.1f}", fontsize=11)
     fig.tight_layout()
     out = Path(path)
     save_figure(fig, out)  # written whole or not at all

@@ -99,10 +99,43 @@ def test_a_newly_registered_reward_is_compared_without_being_listed(two_evaluati
     monkeypatch.setitem(rewards.REWARDS, "success_x2", lambda scores: 2 * rewards.success_reward(scores))
     assert _compare(root, tmp_path) == 0
     result = json.loads((tmp_path / "compare.json").read_text())
-    rows = {r["key"]: r for r in result["modes"]["official"]["rewards"]}
+    official = result["modes"]["official"]
+    rows = {r["key"]: r for r in official["rewards"] + official["headline"][:1]}
     assert set(rows) == {f"official/reward_{name}" for name in rewards.REWARDS}
     assert rows["official/reward_success_x2"]["after"] == pytest.approx(2 * rows["official/reward_success"]["after"])
     assert "| reward (success_x2) |" in (tmp_path / "compare.md").read_text()
+
+
+def test_the_headline_is_the_reward_the_model_was_trained_on(two_evaluations, tmp_path, capsys):
+    root, _ = two_evaluations
+    assert _compare(root, tmp_path / "sum") == 0
+    capsys.readouterr()
+    assert main(["compare", "--before", str(root / "before"), "--after", str(root / "after"), "--names", "B", "A",
+                 "--queries", str(root / "val.jsonl"), "--db", "generated:0", "--reward", "quality",
+                 "--out", str(tmp_path / "quality"), "--quiet"]) == 0
+    assert "reward (quality)" in capsys.readouterr().out
+    by_sum, by_quality = (json.loads((tmp_path / n / "compare.json").read_text()) for n in ("sum", "quality"))
+    assert by_quality["reward"] == "quality" and by_sum["reward"] == "sum"
+    for mode in ("official", "strict"):
+        head = by_quality["modes"][mode]["headline"][0]
+        assert head["key"] == f"{mode}/reward_quality"
+        # the same row the default comparison lists among the other rewards, and reward_sum moves there
+        others = {r["key"]: r for r in by_sum["modes"][mode]["rewards"]}
+        assert head == others[f"{mode}/reward_quality"]
+        assert f"{mode}/reward_sum" in {r["key"] for r in by_quality["modes"][mode]["rewards"]}
+    assert (tmp_path / "quality" / "compare.md").read_text().splitlines()[2].startswith("**reward (quality): A − B")
+    with pytest.raises(SystemExit):  # argparse names the choices
+        main(["compare", "--before", str(root / "before"), "--after", str(root / "after"), "--queries",
+              str(root / "val.jsonl"), "--db", "generated:0", "--reward", "nonsense", "--out", str(tmp_path / "x")])
+
+
+def test_a_scheduled_reward_heads_with_the_reward_its_schedule_ends_on(tmp_path):
+    from star.policy_eval.cli_compare import _trained_reward
+
+    assert _trained_reward("quality", None) == "quality"
+    assert _trained_reward("curriculum", None) == "success"  # the default schedule ends on success
+    (tmp_path / "params.yaml").write_text("rl:\n  curriculum: [[1, sum], [2, quality]]\n")
+    assert _trained_reward("curriculum", str(tmp_path / "params.yaml")) == "quality"
 
 
 def test_episodes_run_with_other_seeds_are_refused(two_evaluations, tmp_path):
