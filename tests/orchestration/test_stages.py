@@ -55,7 +55,7 @@ def test_only_grpo_and_what_follows_it_read_rl_parameters():
     readers = [name for name, spec in doc["stages"].items()
                if any(str(p if isinstance(p, str) else next(iter(p))).split(".")[0] == "rl"
                       for p in (spec.get("params") or spec.get("do", {}).get("params") or []))]
-    # compare reads rl.reward and rl.curriculum only to head its table with the trained reward; it runs after grpo
+    # compare reads rl.reward only to head its table with the trained reward; it runs after grpo anyway
     assert readers == ["grpo", "compare"]
     order = stage_order(PROJECT_DIR)
     downstream = [n for n in order if "grpo" in needed_stages(PROJECT_DIR, [n])]
