@@ -117,6 +117,7 @@ def _prefect_flow_run(run_id: str) -> dict:
 
 def door_ablation(ablation: str) -> None:
     env = {"PREFECT_API_URL": API}
+    began_ms = int(time.time() * 1000)  # a walk again in the same tree finds the earlier walk's models too
     served = sh([str(BIN / "star"), "serve"], timeout=600, env=env)
     print(served.stdout[-2000:], served.stderr[-2000:])
     check(served.returncode == 0, "ablation", "star serve started Prefect server, worker and MLflow UI")
@@ -178,7 +179,7 @@ def door_ablation(ablation: str) -> None:
           "ablation", f"the comparison report on the parent run: {sorted(artifacts)}")
 
     _mlflow_entities(client, exp.experiment_id, finished)
-    _learning(client, exp.experiment_id, parent, sorted(finished))
+    _learning(client, exp.experiment_id, parent, sorted(finished), began_ms)
     _prefect_artifacts(m.group(1), ablation)
 
     shown = sh([str(BIN / "dvc"), "exp", "show", "--json"], timeout=600)
@@ -209,7 +210,7 @@ def _mlflow_entities(client, experiment_id: str, variants: dict) -> None:
           f"SFT and RL models registered as star-smoke: {len(versions)} versions from {stages}")
 
 
-def _learning(client, experiment_id: str, parent, variants: list[str]) -> None:
+def _learning(client, experiment_id: str, parent, variants: list[str], since_ms: int = 0) -> None:
     """GRPO updated the variants whose reward paid some rollout; the verdict names the copies; the RL models
     of variants that trained differently are different weights, those of copies the same."""
     import tempfile
@@ -223,7 +224,8 @@ def _learning(client, experiment_id: str, parent, variants: list[str]) -> None:
           + f"; no update in {sorted(set(variants) - set(updated)) or 'none'}")
     models = client.search_logged_models([experiment_id], filter_string="tags.`star.stage` = 'grpo'")
     digests = {m.tags.get("star.variant"): m.tags.get("star.model_digest") for m in models
-               if m.tags.get("star.path") == "models/rl/selected" and m.tags.get("star.variant") in variants}
+               if m.tags.get("star.path") == "models/rl/selected" and m.tags.get("star.variant") in variants
+               and (m.creation_timestamp or 0) >= since_ms}
     alike = {n: v["trained_as"] for n, v in verdict.items() if v.get("trained_as")}
     distinct = [n for n in variants if n not in alike]
     check(sorted(digests) == variants and len({digests[n] for n in distinct}) == len(distinct)
