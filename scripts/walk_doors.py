@@ -87,9 +87,10 @@ def door_repro() -> None:
           f"format errors {[s.get('finish_format_error') for s in steps]}, "
           f"updates {sum(s.get('optimizer_steps', 0) > 0 for s in steps)})")
     paired = json.loads((PROJECT / "metrics/compare/compare.json").read_text())
-    limit = (yaml.safe_load((PROJECT / "params.yaml").read_text())["eval"].get("limit") or 10**9)
+    params = yaml.safe_load((PROJECT / "params.yaml").read_text())
+    limit = params["eval"].get("limit") or 10**9
     val = min(limit, len((PROJECT / "data/splits/val.jsonl").read_text().splitlines()))
-    reward = yaml.safe_load((PROJECT / "params.yaml").read_text())["rl"]["reward"]
+    reward = params["rl"]["reward"]
     row = paired["modes"]["official"]["headline"][0]
     check(row["key"] == f"official/reward_{reward}", "repro", f"compare's headline is the trained reward ({reward})")
     check(paired["queries"] == val and (PROJECT / "metrics/compare/compare.png").is_file(), "repro",

@@ -106,6 +106,12 @@ def resolve(name: str, epoch: int = 1, schedule: Sequence[tuple[int, str]] = DEF
     return name
 
 
+def final_reward(name: str, schedule: Sequence[tuple[int, str]] = DEFAULT_CURRICULUM) -> str:
+    """The reward a run trained on `name` ends on: a schedule's last entry, else `name` itself (what validation
+    ranks checkpoints by and a comparison leads with)."""
+    return schedule[-1][1] if name in SCHEDULED else name
+
+
 def compute_reward(name: str, scores, finish_reason: str, epoch: int = 1,
                    schedule: Sequence[tuple[int, str]] = DEFAULT_CURRICULUM) -> float:
     """Reward of one trajectory; 0 on a format error."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from star.evaluation.queries import load_queries
-from star.evaluation.rewards import DEFAULT_CURRICULUM, SCHEDULED
+from star.evaluation.rewards import SCHEDULED, final_reward
 from star.evaluation.rewards import REWARDS as REWARD_REGISTRY
 from star.policy_eval.paired import compare, headline_row, read_episodes, write
 from star.sandbox.database import load_database
@@ -35,13 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _trained_reward(name: str, config: str | None) -> str:
-    """A scheduled reward's headline is the reward its schedule ends on (what GRPO's validation ranks by)."""
-    if name not in SCHEDULED:
-        return name
-    schedule = DEFAULT_CURRICULUM
-    if config:
-        schedule = resolve_config(GRPOConfig, "rl", path=config).curriculum
-    return schedule[-1][1]
+    """The headline reward: `name`, or for a schedule the reward it ends on (its rl.curriculum from `config`)."""
+    if name in SCHEDULED and config:
+        return final_reward(name, resolve_config(GRPOConfig, "rl", path=config).curriculum)
+    return final_reward(name)
 
 
 def run(args) -> int:

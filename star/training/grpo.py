@@ -22,7 +22,7 @@ from pathlib import Path
 
 from star.agent.config import AgentConfig
 from star.jsonl import read_jsonl
-from star.evaluation.rewards import SCHEDULED, compute_reward, resolve
+from star.evaluation.rewards import compute_reward, final_reward, resolve
 from star.rollout.backends.select import resolve_backend
 from star.rollout.backends.vllm import VLLMBackend
 from star.rollout.base import derive_seed
@@ -371,7 +371,7 @@ class GRPOTrainer:
     # -- validation, checkpoints ------------------------------------------------------------------
     def selection_reward(self) -> str:
         """The reward validation ranks checkpoints by: the run's own (a curriculum's last, the one it ends on)."""
-        return self.cfg.curriculum[-1][1] if self.cfg.reward in SCHEDULED else self.cfg.reward
+        return final_reward(self.cfg.reward, self.cfg.curriculum)
 
     def validate(self) -> dict:
         name = self.selection_reward()
