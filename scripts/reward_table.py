@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     (out / "plans").mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "queries.jsonl", queries)
-    plans = [degraded_plans(q) for q in queries]
+    plans = [degraded_plans(q, db) for q in queries]
     for name in DEGRADATIONS:
         write_jsonl(out / "plans" / f"{slug(name)}.jsonl", [{"idx": i, "plan": p[name]} for i, p in enumerate(plans)])
     means = {name: {} for name in DEGRADATIONS}

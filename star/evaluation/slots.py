@@ -6,11 +6,15 @@ of the k + 1 travel days, an accommodation every night (D - 1), an attraction an
 full day. Travel days' meals and sights are optional: they are not counted, so an extra one cannot
 stand in for a wrong or missing one on a full day.
 
-An item is valid when the strict evaluator would accept it on its own: it exists in the database
-under its exact name and city, lies in the day's city, is not a repeat of an earlier item, and (a
-stay) meets the hotel's minimum nights; a current city must be a database city on the trip (origin
-or destination), day 1 must leave the origin and day D come home. Slot credit = valid slots / required
-slots, in [0, 1]: one reading in both evaluator modes, since it is not a check of the official script.
+The trip's route: day 1 leaves the origin for a city the query visits (its destination, or a city of
+its destination state), day D comes home from one, and every day between is spent in one (a travel day
+between two). A day whose route is not that (a day at home, a city the query never names) fills its
+city slot with an invalid city, and its leg, meals, sight and stay are invalid too: a dinner in the wrong
+city is no part of the trip asked for. Otherwise an item is valid when the strict evaluator would accept
+it on its own: it exists in the database under its exact name and city, lies in the day's city, is not a
+repeat of an earlier item, and (a stay) meets the hotel's minimum nights. Slot credit = valid slots /
+required slots, in [0, 1]: one reading in both evaluator modes, since it is not a check of the official
+script.
 
 The strict evaluator uses `empty` to refuse vacuous passes: a check that passed only because the
 plan left its slots out (no meals, no stays, no return leg) does not pass in strict mode.
@@ -70,14 +74,27 @@ def required_slots(query: dict) -> dict[str, int]:
             "attraction": full, "meal": 3 * full}
 
 
-def _trip_cities(query: dict, lk: Lookup) -> set[str]:
-    """Casefolded cities a day may be in: the origin and the destination (a city, or a state's cities)."""
+def visited_cities(query: dict, lk: Lookup) -> set[str]:
+    """Casefolded cities the query visits: its destination city, or its destination state's cities; never
+    the origin."""
     dest = str(query["dest"])
     if int(query["days"]) <= 3:
         allowed = {dest}
     else:
         allowed = {c for c, state in lk.db.city_states.items() if state == dest} or {dest}
-    return {c.casefold() for c in allowed | {str(query["org"])}}
+    return {c.casefold() for c in allowed} - {str(query["org"]).casefold()}
+
+
+def _route_ok(a: str | None, b: str | None, city: str | None, i: int, n: int, org: str, visit: set) -> bool:
+    """Day i's current city is the query's route: out from the origin, home to it, a visited city between."""
+    def visited(c: str | None) -> bool:
+        return c is not None and c.casefold() in visit
+
+    if a is None:  # a day without travel: in a visited city, and neither the first nor the last day
+        return 0 < i < n - 1 and visited(city)
+    start = C._same(a, org) if i == 0 else visited(a)
+    end = C._same(b, org) if i == n - 1 else visited(b)
+    return start and end
 
 
 def _alone(day: dict, key: str, value: str) -> dict:
@@ -97,26 +114,27 @@ def plan_slots(query: dict, plan, lk: Lookup) -> Slots:
     n = int(query["days"])
     days = [d if isinstance(d, dict) else {} for d in plan[:n]]
     canon = C._canonical_cities(lk)
-    trip = _trip_cities(query, lk)
+    visit = visited_cities(query, lk)
     org = str(query["org"])
     filled = dict.fromkeys(CATEGORIES, 0)
     valid = dict.fromkeys(CATEGORIES, 0)
     seen_meals: set = set()
     seen_sights: set = set()
     kinds: list[set] = []  # the kinds of each valid leg's day
+    on_route: list[bool] = []  # per day: its current city is the query's route (its items may then count)
     for i, day in enumerate(days):
         a, b, city = C._strict_day_cities(day)
         cities = [a, b] if a is not None else [city]
+        known = cities != [None] and all(c is not None and c.casefold() in canon for c in cities)
+        route = known and _route_ok(a, b, city, i, n, org, visit)
+        on_route.append(route)
         if cities != [None]:
             filled["city"] += 1
-            known = all(c is not None and c.casefold() in canon and c.casefold() in trip for c in cities)
-            leaves = i != 0 or C._same(a, org)
-            home = i != n - 1 or C._same(b, org)
-            valid["city"] += known and leaves and home
+            valid["city"] += route
         t = C._s(day.get("transportation"))
         if t is not None:
             filled["transportation"] += 1
-            if _ok(query, _alone(day, "transportation", t), i, lk):
+            if route and _ok(query, _alone(day, "transportation", t), i, lk):
                 valid["transportation"] += 1
                 kinds.append({F.transport_kind(seg, strict=True) for seg in F.strict_segments(t)})
         full = a is None  # a travel day's meals and sights are optional: not counted, but a repeat of them is
@@ -127,25 +145,25 @@ def plan_slots(query: dict, plan, lk: Lookup) -> Slots:
             key = C._strict_key(v)
             if full:
                 filled["meal"] += 1
-                valid["meal"] += key not in seen_meals and _ok(query, _alone(day, meal, v), i, lk)
+                valid["meal"] += route and key not in seen_meals and _ok(query, _alone(day, meal, v), i, lk)
             seen_meals.add(key)
         v = C._s(day.get("attraction"))
         if v is not None:
             keys = [C._strict_key(p) for p in F.strict_attraction_pieces(v)]
             if full:
                 filled["attraction"] += 1
-                valid["attraction"] += bool(keys) and not any(k in seen_sights for k in keys) \
+                valid["attraction"] += route and bool(keys) and not any(k in seen_sights for k in keys) \
                     and len(set(keys)) == len(keys) and _ok(query, _alone(day, "attraction", v), i, lk)
             seen_sights.update(keys)
     # Self-driving excludes flights and taxis: in a conflicting plan its days are the invalid ones.
     used = set().union(*kinds)
     if "Self-driving" in used and used & {"Flight", "Taxi"}:
         valid["transportation"] -= sum(1 for k in kinds if "Self-driving" in k)
-    _stays(query, days, lk, filled, valid)
+    _stays(query, days, on_route, lk, filled, valid)
     return Slots(required=required, filled=filled, valid=valid)
 
 
-def _stays(query: dict, days: list[dict], lk: Lookup, filled: dict, valid: dict) -> None:
+def _stays(query: dict, days: list[dict], on_route: list[bool], lk: Lookup, filled: dict, valid: dict) -> None:
     """Nights 1..D-1: a run of one hotel counts its valid nights when the run meets the hotel's minimum."""
     runs: list[list] = []  # [key, first value, [night valid?, ...]]
     for i, day in enumerate(days[: max(int(query["days"]) - 1, 0)]):
@@ -154,7 +172,7 @@ def _stays(query: dict, days: list[dict], lk: Lookup, filled: dict, valid: dict)
             runs.append([None, None, []])
             continue
         filled["accommodation"] += 1
-        key, ok = C._strict_key(v), _ok(query, _alone(day, "accommodation", v), i, lk)
+        key, ok = C._strict_key(v), on_route[i] and _ok(query, _alone(day, "accommodation", v), i, lk)
         if runs and runs[-1][0] == key:
             runs[-1][2].append(ok)
         else:

@@ -94,7 +94,7 @@ def test_hacking_audit_flags_plans_that_are_not_plans(any_db):
     from star.synthesis.pipeline import synthesize
 
     q = synthesize(any_db, 1, seed=11)[0]
-    plans = degraded_plans(q)
+    plans = degraded_plans(q, any_db)
     names = ["certified", "one wrong item", "first day only", "skeleton (cities + transport)"]
     scores = [score_plan(q, plans[n], any_db, "strict") for n in names]
     rewards = {"sum": [compute_reward("sum", s, "answer") for s in scores]}
@@ -118,7 +118,7 @@ def test_a_plan_is_complete_only_when_delivered_whole(any_db):
     from star.synthesis.pipeline import synthesize
 
     q = synthesize(any_db, 1, seed=11)[0]
-    plans = degraded_plans(q)
+    plans = degraded_plans(q, any_db)
     verdict = {n: is_complete(score_plan(q, plans[n], any_db, "strict"))
                for n in ("certified", "one wrong item", "first day only", "skeleton (cities + transport)")}
     assert verdict == {"certified": True, "one wrong item": True, "first day only": False,
@@ -134,7 +134,7 @@ def test_eval_agent_metrics_carry_the_hacking_audit(generated_db):
     from star.synthesis.pipeline import synthesize
 
     q = {**synthesize(generated_db, 1, seed=11)[0], "id": "q0"}
-    stub = degraded_plans(q)["first day only"]
+    stub = degraded_plans(q, generated_db)["first day only"]
     traj = Trajectory(query_id="q0", messages=[], token_ids=[], policy_mask=[], finish_reason="answer",
                       plan=stub, scores=score_plan(q, stub, generated_db, "strict"))
     m = metrics([traj], [q], generated_db, "strict")

@@ -2,7 +2,8 @@
 
 A certified plan (synthesis' reference plan: it meets every constraint) > the same with one wrong item >
 the same with its last day dropped > each of {its first day only, a skeleton of cities and transport,
-every item an invented name} >= every field "-" >= 0, for every query tried, on both databases.
+every item an invented name} >= every field "-" >= 0, and each of those > a whole trip of real places in
+the wrong city (at home, or a city the query does not name), for every query tried, on both databases.
 """
 
 from __future__ import annotations
@@ -34,24 +35,43 @@ def test_an_ordered_reward_ranks_every_degradation_of_every_certified_plan(certi
     db, queries = certified
     for q in queries:
         values = {name: compute_reward(reward, score_plan(q, plan, db, "strict"), "answer")
-                  for name, plan in degraded_plans(q).items()}
+                  for name, plan in degraded_plans(q, db).items()}
         assert not order_violations(values), f"{q['id']} ({q['days']} days): {order_violations(values)}"
 
 
 def test_a_form_of_dashes_earns_nothing_and_a_skeleton_only_its_cities_and_legs(certified):
     db, queries = certified
     q = next(q for q in queries if q["days"] == 3)
-    plans = degraded_plans(q)
+    plans = degraded_plans(q, db)
     assert compute_reward("quality", score_plan(q, plans["every field -"], db, "strict"), "answer") == 0.0
     skeleton = score_plan(q, plans["skeleton (cities + transport)"], db, "strict")
     assert skeleton["slot_credit"] == pytest.approx(5 / 11)  # 3 cities + 2 legs of 11 required slots
     assert "is_valid_restaurants" in skeleton["vacuous"] and "is_valid_accommodation" in skeleton["vacuous"]
 
 
+@pytest.mark.parametrize("where", ["stays home", "another city"])
+def test_a_trip_to_the_wrong_city_earns_nothing_for_its_real_places(certified, where):
+    from star.evaluation.lookup import Lookup
+
+    db, queries = certified
+    lk = Lookup.for_db(db)
+    for q in queries:
+        plan = degraded_plans(q, db)[where]
+        places = [(table, *day[k].rsplit(", ", 1)) for day in plan for k, table in (
+            ("breakfast", "restaurants"), ("lunch", "restaurants"), ("dinner", "restaurants"),
+            ("attraction", "attractions"), ("accommodation", "accommodations")) if day[k] != "-"]
+        assert len(places) >= 4 * q["days"] - 1, "a full trip: three meals and a sight a day, a stay a night"
+        assert all(lk.exact(*p) for p in places), f"{q['id']}: the wrong-city trip names only real places"
+        s = score_plan(q, plan, db, "strict")
+        assert s["delivered"]
+        assert s["slot_credit"] == 0.0, f"{q['id']} ({q['days']} days): {where} earns {s['slot_credit']}"
+        assert compute_reward("quality", s, "answer") == 0.0
+
+
 def test_the_paper_rewards_keep_their_formulas_and_are_gamed_by_stubs_in_official_mode(certified):
     db, queries = certified
     q = next(q for q in queries if q["days"] == 3)
-    plans = degraded_plans(q)
+    plans = degraded_plans(q, db)
     official = {k: compute_reward("sum", score_plan(q, p, db, "official"), "answer") for k, p in plans.items()}
     # the official checks pass what a plan omits: an empty skeleton earns what one wrong restaurant earns
     assert official["skeleton (cities + transport)"] >= official["one wrong item"]
