@@ -82,3 +82,22 @@ def test_the_degradations_are_the_table_in_the_docs():
     text = (__import__("pathlib").Path(__file__).resolve().parents[2] / "docs" / "evaluation-modes.md").read_text()
     for name in DEGRADATIONS:
         assert f"| {name} |" in text, name
+
+
+def test_trip_cities_tells_where_a_plan_spends_its_trip(certified):
+    import importlib.util
+    from pathlib import Path
+
+    from star.evaluation.lookup import Lookup
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "trip_cities.py"
+    spec = importlib.util.spec_from_file_location("trip_cities", path)
+    trip_cities = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(trip_cities)
+    db, queries = certified
+    lk = Lookup.for_db(db)
+    for q in queries:
+        plans = degraded_plans(q, db)
+        where = {k: trip_cities.place(q, plans[k], lk) for k in ("certified", "stays home", "another city")}
+        assert where == {"certified": "destination", "stays home": "origin", "another city": "elsewhere"}, q["id"]
+        assert trip_cities.place(q, None, lk) is None

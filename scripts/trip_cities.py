@@ -1,0 +1,72 @@
+"""Where the delivered plans of an evaluation spend their trip: at the query's destination, at its origin
+(a trip that never left), or elsewhere; read from the plans alone, so result files answer it.
+
+    .venv/bin/python scripts/trip_cities.py --queries D/queries.jsonl.gz --episodes D/sft.jsonl.gz D/rl.jsonl.gz
+
+A plan's place is the city of its days without travel (3-day trips: day 2); a plan with none, or with
+days in two places, is "mixed". Multi-city trips (5 and 7 days) count at the destination when every such
+day is in a city of the destination state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from star.evaluation import commonsense as C  # noqa: E402
+from star.evaluation.lookup import Lookup  # noqa: E402
+from star.evaluation.slots import visited_cities  # noqa: E402
+from star.jsonl import read_jsonl  # noqa: E402
+from star.sandbox.database import load_database  # noqa: E402
+
+PLACES = ("destination", "origin", "elsewhere", "mixed")
+
+
+def place(query: dict, plan, lk: Lookup) -> str | None:
+    """Where `plan` stays between its travel days (None: no plan delivered)."""
+    if not isinstance(plan, list) or not plan:
+        return None
+    stays = {C._strict_day_cities(d)[2] for d in plan if isinstance(d, dict) and C._strict_day_cities(d)[0] is None}
+    stays.discard(None)
+    if not stays:
+        return "mixed"
+    visit = visited_cities(query, lk)
+    if all(c.casefold() in visit for c in stays):
+        return "destination"
+    if stays == {str(query["org"])} or {c.casefold() for c in stays} == {str(query["org"]).casefold()}:
+        return "origin"
+    return "elsewhere" if len(stays) == 1 else "mixed"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--queries", required=True, help="the evaluation's queries (.jsonl or .jsonl.gz)")
+    ap.add_argument("--episodes", nargs="+", required=True, help="result files or trajectories.jsonl")
+    ap.add_argument("--db", default=None, help="database directory (default: $STAR_DB)")
+    args = ap.parse_args(argv)
+    import os
+
+    db_path = args.db or os.environ.get("STAR_DB")
+    if not db_path:
+        ap.error("--db or STAR_DB is required")
+    lk = Lookup.for_db(load_database(db_path))
+    queries = {q["id"]: q for q in read_jsonl(args.queries)}
+    print("| episodes | n | plans | " + " | ".join(PLACES) + " |")
+    print("|---|---|---|" + "---|" * len(PLACES))
+    for path in args.episodes:
+        eps = read_jsonl(path)
+        missing = [e["query_id"] for e in eps if e["query_id"] not in queries]
+        if missing:
+            raise SystemExit(f"{path}: {len(missing)} episodes name queries not in {args.queries} ({missing[0]}, ...)")
+        where = Counter(place(queries[e["query_id"]], e.get("plan"), lk) for e in eps)
+        plans = len(eps) - where.pop(None, 0)
+        print(f"| {path} | {len(eps)} | {plans} | " + " | ".join(str(where.get(p, 0)) for p in PLACES) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
