@@ -2,6 +2,7 @@
 (a trip that never left), or elsewhere; read from the plans alone, so result files answer it.
 
     .venv/bin/python scripts/trip_cities.py --queries D/queries.jsonl.gz --episodes D/sft.jsonl.gz D/rl.jsonl.gz
+    .venv/bin/python scripts/trip_cities.py ... --reward quality    # each cell also the place's mean reward
 
 A plan's place is the city of its days without travel (3-day trips: day 2); a plan with none, or with
 days in two places, is "mixed". Multi-city trips (5 and 7 days) count at the destination when every such
@@ -47,6 +48,8 @@ def main(argv=None) -> int:
     ap.add_argument("--queries", required=True, help="the evaluation's queries (.jsonl or .jsonl.gz)")
     ap.add_argument("--episodes", nargs="+", required=True, help="result files or trajectories.jsonl")
     ap.add_argument("--db", default=None, help="database directory (default: $STAR_DB)")
+    ap.add_argument("--reward", default=None, help="a registered reward: each cell also gives its plans' mean "
+                    "(official evaluator), so the table says where an evaluation's points come from")
     args = ap.parse_args(argv)
     import os
 
@@ -62,10 +65,32 @@ def main(argv=None) -> int:
         missing = [e["query_id"] for e in eps if e["query_id"] not in queries]
         if missing:
             raise SystemExit(f"{path}: {len(missing)} episodes name queries not in {args.queries} ({missing[0]}, ...)")
-        where = Counter(place(queries[e["query_id"]], e.get("plan"), lk) for e in eps)
+        places = [place(queries[e["query_id"]], e.get("plan"), lk) for e in eps]
+        where = Counter(places)
         plans = len(eps) - where.pop(None, 0)
-        print(f"| {path} | {len(eps)} | {plans} | " + " | ".join(str(where.get(p, 0)) for p in PLACES) + " |")
+        cells = [str(where.get(p, 0)) for p in PLACES]
+        if args.reward:
+            earned = rewards_of(args.queries, path, db_path, args.reward, eps)
+            cells = [c + (f" ({_mean(earned, places, p):.3f})" if where.get(p) else "") for c, p in zip(cells, PLACES)]
+        print(f"| {path} | {len(eps)} | {plans} | " + " | ".join(cells) + " |")
     return 0
+
+
+def rewards_of(queries_path, episodes_path, db_path, reward: str, eps: list[dict]) -> list[float]:
+    """Each episode's `reward` under the official evaluator, in the episodes' order."""
+    from star.evaluation.cli_evaluate import evaluate_files  # lazy: only with --reward
+
+    report = evaluate_files(queries_path, episodes_path, db_path, mode="official", reward=reward, progress=False)
+    per_plan = report["per_plan"]
+    ids = [q["id"] for q in read_jsonl(queries_path)]
+    if [ids[p["query_index"]] for p in per_plan] != [e["query_id"] for e in eps]:
+        raise SystemExit(f"{episodes_path}: the scored plans do not line up with its episodes")
+    return [float(p["reward"]) for p in per_plan]
+
+
+def _mean(values: list[float], places: list, where: str) -> float:
+    picked = [v for v, p in zip(values, places) if p == where]
+    return sum(picked) / len(picked)
 
 
 if __name__ == "__main__":

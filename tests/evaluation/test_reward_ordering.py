@@ -84,16 +84,22 @@ def test_the_degradations_are_the_table_in_the_docs():
         assert f"| {name} |" in text, name
 
 
-def test_trip_cities_tells_where_a_plan_spends_its_trip(certified):
+def _script(name: str):
+    """A script of scripts/ imported as a module (they are not a package)."""
     import importlib.util
     from pathlib import Path
 
+    path = Path(__file__).resolve().parents[2] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_trip_cities_tells_where_a_plan_spends_its_trip(certified):
     from star.evaluation.lookup import Lookup
 
-    path = Path(__file__).resolve().parents[2] / "scripts" / "trip_cities.py"
-    spec = importlib.util.spec_from_file_location("trip_cities", path)
-    trip_cities = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(trip_cities)
+    trip_cities = _script("trip_cities")
     db, queries = certified
     lk = Lookup.for_db(db)
     for q in queries:
@@ -101,3 +107,21 @@ def test_trip_cities_tells_where_a_plan_spends_its_trip(certified):
         where = {k: trip_cities.place(q, plans[k], lk) for k in ("certified", "stays home", "another city")}
         assert where == {"certified": "destination", "stays home": "origin", "another city": "elsewhere"}, q["id"]
         assert trip_cities.place(q, None, lk) is None
+
+
+def test_trip_cities_says_where_the_reward_comes_from(certified, tmp_path, capsys):
+    from star.jsonl import write_jsonl
+
+    trip_cities = _script("trip_cities")
+    db, queries = certified
+    three = [q for q in queries if q["days"] == 3]
+    write_jsonl(tmp_path / "queries.jsonl", three)
+    for name, kind in (("trips.jsonl", "certified"), ("home.jsonl", "stays home")):
+        write_jsonl(tmp_path / name, [{"query_id": q["id"], "plan": degraded_plans(q, db)[kind]} for q in three])
+    assert trip_cities.main(["--queries", str(tmp_path / "queries.jsonl"), "--db", db.source, "--reward", "quality",
+                             "--episodes", str(tmp_path / "trips.jsonl"), str(tmp_path / "home.jsonl")]) == 0
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines()[2:]]
+    n = len(three)
+    trips, home = rows[0][3], rows[1][4]
+    assert trips.startswith(f"{n} (") and float(trips[len(f"{n} ("):-1]) > 0.5, trips
+    assert home == f"{n} (0.000)", home
