@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from star.evaluation import commonsense as C  # noqa: E402
 from star.evaluation.lookup import Lookup  # noqa: E402
+from star.evaluation.rewards import REWARDS  # noqa: E402
 from star.evaluation.slots import visited_cities  # noqa: E402
 from star.jsonl import read_jsonl  # noqa: E402
 from star.sandbox.database import load_database  # noqa: E402
@@ -48,7 +49,7 @@ def main(argv=None) -> int:
     ap.add_argument("--queries", required=True, help="the evaluation's queries (.jsonl or .jsonl.gz)")
     ap.add_argument("--episodes", nargs="+", required=True, help="result files or trajectories.jsonl")
     ap.add_argument("--db", default=None, help="database directory (default: $STAR_DB)")
-    ap.add_argument("--reward", default=None, help="a registered reward: each cell also gives its plans' mean "
+    ap.add_argument("--reward", default=None, choices=list(REWARDS), help="a registered reward: each cell also gives its plans' mean "
                     "(official evaluator), so the table says where an evaluation's points come from")
     args = ap.parse_args(argv)
     import os
@@ -70,19 +71,19 @@ def main(argv=None) -> int:
         plans = len(eps) - where.pop(None, 0)
         cells = [str(where.get(p, 0)) for p in PLACES]
         if args.reward:
-            earned = rewards_of(args.queries, path, db_path, args.reward, eps)
+            earned = rewards_of(args.queries, list(queries), path, db_path, args.reward, eps)
             cells = [c + (f" ({_mean(earned, places, p):.3f})" if where.get(p) else "") for c, p in zip(cells, PLACES)]
         print(f"| {path} | {len(eps)} | {plans} | " + " | ".join(cells) + " |")
     return 0
 
 
-def rewards_of(queries_path, episodes_path, db_path, reward: str, eps: list[dict]) -> list[float]:
-    """Each episode's `reward` under the official evaluator, in the episodes' order."""
+def rewards_of(queries_path, ids: list[str], episodes_path, db_path, reward: str, eps: list[dict]) -> list[float]:
+    """Each episode's `reward` under the official evaluator, in the episodes' order (`ids`: the queries' ids in
+    file order, to check that the scored plans line up with the episodes)."""
     from star.evaluation.cli_evaluate import evaluate_files  # lazy: only with --reward
 
     report = evaluate_files(queries_path, episodes_path, db_path, mode="official", reward=reward, progress=False)
     per_plan = report["per_plan"]
-    ids = [q["id"] for q in read_jsonl(queries_path)]
     if [ids[p["query_index"]] for p in per_plan] != [e["query_id"] for e in eps]:
         raise SystemExit(f"{episodes_path}: the scored plans do not line up with its episodes")
     return [float(p["reward"]) for p in per_plan]
