@@ -116,6 +116,25 @@ def _prefect_flow_run(run_id: str) -> dict:
     return httpx.get(f"{API}/flow_runs/{run_id}", timeout=30).json()
 
 
+def _where_stuck(run_ids: list[str]) -> None:
+    """Print what a run that did not finish was doing: its unfinished task runs, the busiest processes, the
+    worker log's tail (CI shows this output, not the server's files)."""
+    import httpx
+
+    for run_id in run_ids:
+        print(f"flow run {run_id}: {(_prefect_flow_run(run_id).get('state') or {}).get('type')}", flush=True)
+    unfinished = {"state": {"type": {"any_": ["RUNNING", "PENDING", "SCHEDULED", "PAUSED"]}}}
+    for kind in ("flow_runs", "task_runs"):  # every run on the server: the variants' subflows and their stages
+        rows = httpx.post(f"{API}/{kind}/filter", json={kind: unfinished, "limit": 50}, timeout=30).json()
+        print(f"unfinished {kind}: " + (", ".join(f"{r['name']} ({(r.get('state') or {}).get('name')}, since "
+                                                  f"{(r.get('state') or {}).get('timestamp')})" for r in rows)
+                                        or "none"), flush=True)
+    print(subprocess.run(["ps", "-eo", "pid,ppid,etime,time,pcpu,rss,args", "--sort=-pcpu"], capture_output=True,
+                         text=True).stdout[:4000], flush=True)
+    log = PROJECT / "runs/serve/prefect-worker.log"
+    print(log.read_text(errors="replace")[-6000:] if log.exists() else "(no worker log)", flush=True)
+
+
 def door_ablation(ablation: str) -> None:
     env = {"PREFECT_API_URL": API}
     began_ms = int(time.time() * 1000)  # a walk again in the same tree finds the earlier walk's models too
@@ -131,12 +150,15 @@ def door_ablation(ablation: str) -> None:
                 timeout=300, env=env)
     m2 = re.search(r"UUID:\s*([0-9a-f-]{36})", beside.stdout + beside.stderr)
     check(m2 is not None, "ablation", "a second run of the same ablation was submitted beside it")
+    # ~18 min on 2 cores here (docs/orchestration.md): a run still going at 40 min is stuck, and says where
     proc = sh([str(BIN / "prefect"), "deployment", "run", "star/ablation", "--param", f"ablation={ablation}",
-               "--watch", "--watch-timeout", "3000"], timeout=3300, env=env)
+               "--watch", "--watch-timeout", "2400"], timeout=2700, env=env)
     out = proc.stdout + proc.stderr
     m = re.search(r"UUID:\s*([0-9a-f-]{36})", out)
     check(m is not None, "ablation", "the deployment run was submitted" + ("" if m else f":\n{out[-2000:]}"))
-    deadline = time.time() + 1800
+    if proc.returncode != 0:
+        _where_stuck([m.group(1), m2.group(1)])
+    deadline = time.time() + 600
     while time.time() < deadline and not (_prefect_flow_run(m2.group(1)).get("state") or {}).get("type") in (
             "COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
         time.sleep(5)

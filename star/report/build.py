@@ -48,13 +48,17 @@ def _training_trace(v: VariantResult) -> tuple | None:
     return tuple(sorted(kept.items())) if kept else None
 
 
+_NO_UPDATE = ("no update",)  # every variant GRPO never updated keeps the SFT model, whatever its rewards read
+
+
 def trained_alike(variants: list[VariantResult]) -> dict[str, str]:
-    """variant -> the earlier variant it trained exactly as (same rewards, losses and updates at every step),
-    e.g. a curriculum still on its first reward, or two rewards that both paid nothing."""
+    """variant -> the earlier variant whose model it has: one it trained exactly as (same rewards, losses and
+    updates at every step, e.g. a curriculum still on its first reward), or, for a variant GRPO never updated,
+    the first other such variant (both are the SFT model, even where their rewards paid differently)."""
     first: dict[tuple, str] = {}
     alike = {}
     for v in variants:
-        trace = _training_trace(v)
+        trace = _NO_UPDATE if variant_verdict(v)["optimizer_steps"] == 0 else _training_trace(v)
         if trace is None:
             continue
         if trace in first:

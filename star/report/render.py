@@ -89,9 +89,10 @@ def verdict_lines(report: Report) -> list[str]:
     seps = ", ".join(HEADLINE[m].label for m in report.separating)
     alike = {v["variant"]: v["trained_as"] for v in report.verdict if v.get("trained_as")}
     return ["## Verdict", "", _md_table(["variant", "optimizer steps", "RL model differs from SFT",
-                                         "format error rate", "trained exactly as"], rows), "",
-            *([f"Variants trained exactly as another (same rewards, losses and updates at every step) are copies of "
-               f"its model: {', '.join(f'{v} = {o}' for v, o in alike.items())}.", ""] if alike else []),
+                                         "format error rate", "same model as"], rows), "",
+            *([f"Variants trained exactly as another (same rewards, losses and updates at every step), or never "
+               f"updated like another (both the SFT model), are copies of its model: "
+               f"{', '.join(f'{v} = {o}' for v, o in alike.items())}.", ""] if alike else []),
             (f"Separated at this size (Holm-adjusted p < 0.05): {seps}." if seps else
              f"No metric separates the variants at this size ({report.n_queries} queries): read the differences "
              "below as unresolved, not as equal."), ""]

@@ -470,3 +470,16 @@ def test_variants_that_trained_exactly_alike_are_named_as_copies():
     assert "| c | 3 | yes | 0.400 | b |" in md and "copies of its model: c = b." in md
     c.curves["reward_mean"] = [(1, 0.5), (2, 0.25)]
     assert [v["trained_as"] for v in build_report(vs, "reward", "", None, FAST).verdict] == [None, None, None]
+
+
+def test_variants_grpo_never_updated_are_copies_of_one_model_whatever_their_rewards_read():
+    """macro paid some rollouts, but every group alike (no advantage, no update); success paid none: both RL
+    models are the SFT model, so the verdict names one a copy of the other (CI checks their weights agree)."""
+    a, b = _zero_success_pair()
+    c = VariantResult("c", {"reward": "c"}, dict(b.outcomes), samples=dict(b.samples))
+    vs = _with_training([a, b, c], [3, 0, 0], [4, 10, 10])
+    b.curves["reward_mean"] = [(1, 0.25), (2, 0.25)]
+    c.curves["reward_mean"] = [(1, 0.0), (2, 0.0)]
+    rep = build_report(vs, "reward", "", None, FAST)
+    assert [v["trained_as"] for v in rep.verdict] == [None, None, "b"]
+    assert "copies of its model: c = b." in render_markdown(rep)
