@@ -98,8 +98,14 @@ class BuiltinTeacher:
 
     def _think(self, text: str, action: str) -> str:
         """The turn's reasoning: as written, or (think=brief) a fixed phrase naming the action, which a
-        model trained from scratch can learn in minutes (restating the query is where tiny models break)."""
-        return text if self.config.think == "reasoned" else f"Next: {action}."
+        model trained from scratch can learn in minutes (restating the query is where tiny models break).
+        think=route writes the trip's two ends once, first: every later call that names the origin or the
+        destination then copies them from that fixed phrase, not from wherever the query's wording put them."""
+        if self.config.think == "reasoned":
+            return text
+        if self.config.think == "route" and not self._history and not self.env.tool_calls:
+            return f"{self._route[0]} to {self._route[1]}. Next: {action}."
+        return f"Next: {action}."
 
     def _call(self, tool: str, args: dict, think: str) -> ToolResult:
         if self.env.tool_calls >= self.agent_config.tool_budget:
@@ -148,6 +154,7 @@ class BuiltinTeacher:
         self.env = TravelPlannerEnv(self.db, self.agent_config, seed=seed)
         self.env.reset(query)
         self._history: list[tuple[str, dict]] = []
+        self._route = (query["org"], query["dest"])
         self.seen = Observed()
         self._reach: dict[str, bool] = {}  # city -> whether the origin reaches it (only probed cities)
         try:

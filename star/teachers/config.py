@@ -24,8 +24,9 @@ class BuiltinTeacherConfig(BaseModel):
     """Times an unavailable tool is retried before the teacher moves on without it."""
     reach_probes: int = Field(12, ge=0)
     """Most calls spent, before choosing a state's cities, probing which ones the origin reaches (0: no probing)."""
-    think: Literal["reasoned", "brief"] = "reasoned"
-    """reasoned: each <think> restates what it knows and why; brief: a fixed phrase per action (nothing to copy)."""
+    think: Literal["reasoned", "brief", "route"] = "reasoned"
+    """reasoned: each <think> restates what it knows and why; brief: a fixed phrase per action (nothing to copy);
+    route: brief, and the first also names the trip's origin and destination (one copy out of the query)."""
     layout: Literal["lines", "inline"] = "lines"
     """lines: each tag on its own line; inline: no newline between tags, so no tag follows the bare newline that
     also ends `assistant` (a ~1M model seeing one token back could not tell `assistant\n` from `<think>\n`)."""

@@ -110,6 +110,23 @@ def test_brief_thinking_changes_only_the_thoughts(generated_db, synthetic_querie
         assert {t.think for t in turns_b} <= {f"Next: {t.tool or 'the plan'}." for t in turns_b}
 
 
+def test_route_thinking_names_the_trip_once_first_and_changes_nothing_else(generated_db, synthetic_queries):
+    """think=route: the first thought says where the trip goes (the one copy out of the query a small model
+    must make); every action, answer and later thought is brief's."""
+    from star.teachers.config import BuiltinTeacherConfig
+
+    brief = BuiltinTeacher(generated_db, config=BuiltinTeacherConfig(think="brief"))
+    route = BuiltinTeacher(generated_db, config=BuiltinTeacherConfig(think="route"))
+    for i, q in enumerate(synthetic_queries[:6]):
+        a, b = brief.run(q, str(i), 0, seed=i), route.run(q, str(i), 0, seed=i)
+        turns_a = [parse_turn(m["content"]) for m in a.messages if m["role"] == "assistant"]
+        turns_b = [parse_turn(m["content"]) for m in b.messages if m["role"] == "assistant"]
+        assert [(t.tool, t.arguments, t.answer) for t in turns_a] == [(t.tool, t.arguments, t.answer) for t in turns_b]
+        assert turns_b[0].think == f"{q['org']} to {q['dest']}. {turns_a[0].think}"
+        assert [t.think for t in turns_b[1:]] == [t.think for t in turns_a[1:]]
+        assert b.success == a.success and b.plan == a.plan
+
+
 def test_inline_layout_changes_only_the_newlines_between_tags(generated_db, synthetic_queries):
     from star.teachers.config import BuiltinTeacherConfig
 
