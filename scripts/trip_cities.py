@@ -6,7 +6,8 @@
 
 A plan's place is the city of its days without travel (3-day trips: day 2); a plan with none, or with
 days in two places, is "mixed". Multi-city trips (5 and 7 days) count at the destination when every such
-day is in a city of the destination state.
+day is in a city of the destination state. "from the origin" counts the plans whose first day travels from
+the query's origin; "right route", those of them at the destination (both ends copied from the query).
 """
 
 from __future__ import annotations
@@ -26,6 +27,14 @@ from star.jsonl import read_jsonl  # noqa: E402
 from star.sandbox.database import load_database  # noqa: E402
 
 PLACES = ("destination", "origin", "elsewhere", "mixed")
+
+
+def leaves_origin(query: dict, plan) -> bool:
+    """Whether `plan`'s first day travels from the query's origin."""
+    if not isinstance(plan, list) or not plan:
+        return False
+    start = C._strict_day_cities(plan[0])[0]
+    return start is not None and start.casefold() == str(query["org"]).casefold()
 
 
 def place(query: dict, plan, lk: Lookup) -> str | None:
@@ -59,8 +68,8 @@ def main(argv=None) -> int:
         ap.error("--db or STAR_DB is required")
     lk = Lookup.for_db(load_database(db_path))
     queries = {q["id"]: q for q in read_jsonl(args.queries)}
-    print("| episodes | n | plans | " + " | ".join(PLACES) + " |")
-    print("|---|---|---|" + "---|" * len(PLACES))
+    print("| episodes | n | plans | " + " | ".join(PLACES) + " | from the origin | right route |")
+    print("|---|---|---|" + "---|" * (len(PLACES) + 2))
     for path in args.episodes:
         eps = read_jsonl(path)
         missing = [e["query_id"] for e in eps if e["query_id"] not in queries]
@@ -73,7 +82,9 @@ def main(argv=None) -> int:
         if args.reward:
             earned = rewards_of(args.queries, list(queries), path, db_path, args.reward, eps)
             cells = [c + (f" ({_mean(earned, places, p):.3f})" if where.get(p) else "") for c, p in zip(cells, PLACES)]
-        print(f"| {path} | {len(eps)} | {plans} | " + " | ".join(cells) + " |")
+        starts = [leaves_origin(queries[e["query_id"]], e.get("plan")) for e in eps]
+        right = sum(s and p == "destination" for s, p in zip(starts, places))
+        print(f"| {path} | {len(eps)} | {plans} | " + " | ".join(cells) + f" | {sum(starts)} | {right} |")
     return 0
 
 

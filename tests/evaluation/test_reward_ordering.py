@@ -107,6 +107,10 @@ def test_trip_cities_tells_where_a_plan_spends_its_trip(certified):
         where = {k: trip_cities.place(q, plans[k], lk) for k in ("certified", "stays home", "another city")}
         assert where == {"certified": "destination", "stays home": "origin", "another city": "elsewhere"}, q["id"]
         assert trip_cities.place(q, None, lk) is None
+        assert trip_cities.leaves_origin(q, plans["certified"]) and not trip_cities.leaves_origin(q, None)
+        wrong_start = [dict(d) for d in plans["certified"]]
+        wrong_start[0]["current_city"] = f"from {q['dest']} to {q['org']}"
+        assert not trip_cities.leaves_origin(q, wrong_start)
 
 
 def test_trip_cities_says_where_the_reward_comes_from(certified, tmp_path, capsys):
@@ -125,3 +129,5 @@ def test_trip_cities_says_where_the_reward_comes_from(certified, tmp_path, capsy
     trips, home = rows[0][3], rows[1][4]
     assert trips.startswith(f"{n} (") and float(trips[len(f"{n} ("):-1]) > 0.5, trips
     assert home == f"{n} (0.000)", home
+    assert rows[0][-2:] == [str(n), f"{n} |"], rows[0]  # every certified trip leaves the origin for the destination
+    assert rows[1][-1] == "0 |", rows[1]
