@@ -3,6 +3,7 @@
 
     .venv/bin/python scripts/trip_cities.py --queries D/queries.jsonl.gz --episodes D/sft.jsonl.gz D/rl.jsonl.gz
     .venv/bin/python scripts/trip_cities.py ... --reward quality    # each cell also the place's mean reward
+    .venv/bin/python scripts/trip_cities.py ... --paired            # two files: right route, after - before
 
 A plan's place is the city of its days without travel (3-day trips: day 2); a plan with none, or with
 days in two places, is "mixed". Multi-city trips (5 and 7 days) count at the destination when every such
@@ -60,7 +61,11 @@ def main(argv=None) -> int:
     ap.add_argument("--db", default=None, help="database directory (default: $STAR_DB)")
     ap.add_argument("--reward", default=None, choices=list(REWARDS), help="a registered reward: each cell also gives its plans' mean "
                     "(official evaluator), so the table says where an evaluation's points come from")
+    ap.add_argument("--paired", action="store_true", help="two result files of the same episodes and seeds: the "
+                    "second's right-route rate minus the first's, paired per query, with its s.e. and z")
     args = ap.parse_args(argv)
+    if args.paired and len(args.episodes) != 2:
+        ap.error("--paired compares exactly two result files")
     import os
 
     db_path = args.db or os.environ.get("STAR_DB")
@@ -70,6 +75,7 @@ def main(argv=None) -> int:
     queries = {q["id"]: q for q in read_jsonl(args.queries)}
     print("| episodes | n | plans | " + " | ".join(PLACES) + " | from the origin | right route |")
     print("|---|---|---|" + "---|" * (len(PLACES) + 2))
+    right_route: list[dict] = []
     for path in args.episodes:
         eps = read_jsonl(path)
         missing = [e["query_id"] for e in eps if e["query_id"] not in queries]
@@ -84,7 +90,16 @@ def main(argv=None) -> int:
             cells = [c + (f" ({_mean(earned, places, p):.3f})" if where.get(p) else "") for c, p in zip(cells, PLACES)]
         starts = [leaves_origin(queries[e["query_id"]], e.get("plan")) for e in eps]
         right = sum(s and p == "destination" for s, p in zip(starts, places))
+        right_route.append([{**e, "sample": e.get("sample", 0), "right": s and p == "destination"}
+                            for e, s, p in zip(eps, starts, places)])
         print(f"| {path} | {len(eps)} | {plans} | " + " | ".join(cells) + f" | {sum(starts)} | {right} |")
+    if args.paired:
+        from star.stats import paired_difference  # lazy: only with --paired
+
+        d = paired_difference(*right_route, lambda r: float(r["right"]), query="query_id")
+        print(f"\nright route, second - first, paired over {d['queries']} queries: {d['before']:.3f} -> "
+              f"{d['after']:.3f}, {d['diff']:+.3f} +- {d['diff_se']:.3f}, z {d['z']:.2f} "
+              f"({d['queries_better']} queries better, {d['queries_worse']} worse)")
     return 0
 
 

@@ -131,3 +131,24 @@ def test_trip_cities_says_where_the_reward_comes_from(certified, tmp_path, capsy
     assert home == f"{n} (0.000)", home
     assert rows[0][-2:] == [str(n), f"{n} |"], rows[0]  # every certified trip leaves the origin for the destination
     assert rows[1][-1] == "0 |", rows[1]
+
+
+def test_trip_cities_pairs_the_right_route_of_two_evaluations(certified, tmp_path, capsys):
+    """--paired: the second file's right-route rate minus the first's over the same episodes and seeds; files
+    that ran other seeds are refused, not compared."""
+    from star.jsonl import write_jsonl
+
+    trip_cities = _script("trip_cities")
+    db, queries = certified
+    three = [q for q in queries if q["days"] == 3]
+    write_jsonl(tmp_path / "queries.jsonl", three)
+    for name, kind in (("home.jsonl", "stays home"), ("trips.jsonl", "certified")):
+        write_jsonl(tmp_path / name, [{"query_id": q["id"], "sample": 0, "seed": i, "plan": degraded_plans(q, db)[kind]}
+                                      for i, q in enumerate(three)])
+    args = ["--queries", str(tmp_path / "queries.jsonl"), "--db", db.source, "--paired", "--episodes"]
+    assert trip_cities.main([*args, str(tmp_path / "home.jsonl"), str(tmp_path / "trips.jsonl")]) == 0
+    assert f"0.000 -> 1.000, +1.000 +- 0.000, z inf ({len(three)} queries better, 0 worse)" in capsys.readouterr().out
+    write_jsonl(tmp_path / "other.jsonl", [{"query_id": q["id"], "sample": 0, "seed": i + 1, "plan": None}
+                                           for i, q in enumerate(three)])
+    with pytest.raises(ValueError, match="different seeds"):
+        trip_cities.main([*args, str(tmp_path / "home.jsonl"), str(tmp_path / "other.jsonl")])
