@@ -120,3 +120,22 @@ def test_teacher_habits_are_parameters_a_focused_teacher_never_repeats_a_search(
     wandering = calls(tmp_path / "wandering.jsonl", "--p-redundant", "1", "--p-typo", "1")
     assert any(len(c) > len(set(c)) for c in wandering)
     assert sum(map(len, wandering)) > sum(map(len, focused))
+
+
+def test_the_teacher_cli_offers_every_value_its_config_takes(generated_db, synthetic_queries, tmp_path):
+    """The stage passes params' teacher.builtin.think to the CLI: a value the config takes and the CLI refused
+    (route, once) would fail the teacher stage after the data stages ran."""
+    import typing
+
+    from star.teachers.config import BuiltinTeacherConfig
+
+    qpath = tmp_path / "pool.jsonl"
+    qpath.write_text("".join(json.dumps(q) + "\n" for q in synthetic_queries[:1]))
+    for think in typing.get_args(BuiltinTeacherConfig.model_fields["think"].annotation):
+        out = tmp_path / f"{think}.jsonl"
+        assert main(["teacher", "--queries", str(qpath), "--out", str(out), "--db", "generated:0", "--quiet",
+                     "--think", think]) == 0
+        assert len(read_trajectories(out)) == 1
+    first = [m["content"] for m in read_trajectories(tmp_path / "route.jsonl")[0].messages if m["role"] == "assistant"][0]
+    q = synthetic_queries[0]
+    assert f"{q['org']} to {q['dest']}. Next: " in first
