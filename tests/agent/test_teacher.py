@@ -96,16 +96,21 @@ def test_teacher_probes_reachability_before_choosing_cities(any_db):
     assert wins[12] >= 10 and wins[12] >= wins[0] + 5, wins
 
 
-def test_brief_thinking_changes_only_the_thoughts(generated_db, synthetic_queries):
+def _same_episodes(db, queries, think_a: str, think_b: str):
+    """(query, episode a, episode b, a's turns, b's turns) for two teachers that differ only in `think`, same seeds;
+    their actions and answers must agree."""
     from star.teachers.config import BuiltinTeacherConfig
 
-    full = BuiltinTeacher(generated_db)
-    brief = BuiltinTeacher(generated_db, config=BuiltinTeacherConfig(think="brief"))
-    for i, q in enumerate(synthetic_queries[:6]):
-        a, b = full.run(q, str(i), 0, seed=i), brief.run(q, str(i), 0, seed=i)
-        turns_a = [parse_turn(m["content"]) for m in a.messages if m["role"] == "assistant"]
-        turns_b = [parse_turn(m["content"]) for m in b.messages if m["role"] == "assistant"]
+    teacher_a, teacher_b = (BuiltinTeacher(db, config=BuiltinTeacherConfig(think=t)) for t in (think_a, think_b))
+    for i, q in enumerate(queries[:6]):
+        a, b = teacher_a.run(q, str(i), 0, seed=i), teacher_b.run(q, str(i), 0, seed=i)
+        turns_a, turns_b = ([parse_turn(m["content"]) for m in e.messages if m["role"] == "assistant"] for e in (a, b))
         assert [(t.tool, t.arguments, t.answer) for t in turns_a] == [(t.tool, t.arguments, t.answer) for t in turns_b]
+        yield q, a, b, turns_a, turns_b
+
+
+def test_brief_thinking_changes_only_the_thoughts(generated_db, synthetic_queries):
+    for _, a, b, _, turns_b in _same_episodes(generated_db, synthetic_queries, "reasoned", "brief"):
         assert all(t.ok for t in turns_b) and b.success == a.success
         assert {t.think for t in turns_b} <= {f"Next: {t.tool or 'the plan'}." for t in turns_b}
 
@@ -113,15 +118,7 @@ def test_brief_thinking_changes_only_the_thoughts(generated_db, synthetic_querie
 def test_route_thinking_names_the_trip_once_first_and_changes_nothing_else(generated_db, synthetic_queries):
     """think=route: the first thought says where the trip goes (the one copy out of the query a small model
     must make); every action, answer and later thought is brief's."""
-    from star.teachers.config import BuiltinTeacherConfig
-
-    brief = BuiltinTeacher(generated_db, config=BuiltinTeacherConfig(think="brief"))
-    route = BuiltinTeacher(generated_db, config=BuiltinTeacherConfig(think="route"))
-    for i, q in enumerate(synthetic_queries[:6]):
-        a, b = brief.run(q, str(i), 0, seed=i), route.run(q, str(i), 0, seed=i)
-        turns_a = [parse_turn(m["content"]) for m in a.messages if m["role"] == "assistant"]
-        turns_b = [parse_turn(m["content"]) for m in b.messages if m["role"] == "assistant"]
-        assert [(t.tool, t.arguments, t.answer) for t in turns_a] == [(t.tool, t.arguments, t.answer) for t in turns_b]
+    for q, a, b, turns_a, turns_b in _same_episodes(generated_db, synthetic_queries, "brief", "route"):
         assert turns_b[0].think == f"{q['org']} to {q['dest']}. {turns_a[0].think}"
         assert [t.think for t in turns_b[1:]] == [t.think for t in turns_a[1:]]
         assert b.success == a.success and b.plan == a.plan
