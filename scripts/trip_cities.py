@@ -89,9 +89,9 @@ def main(argv=None) -> int:
             earned = rewards_of(args.queries, list(queries), path, db_path, args.reward, eps)
             cells = [c + (f" ({_mean(earned, places, p):.3f})" if where.get(p) else "") for c, p in zip(cells, PLACES)]
         starts = [leaves_origin(queries[e["query_id"]], e.get("plan")) for e in eps]
-        right = sum(s and p == "destination" for s, p in zip(starts, places))
         right_route.append([{**e, "sample": e.get("sample", 0), "right": s and p == "destination"}
                             for e, s, p in zip(eps, starts, places)])
+        right = sum(r["right"] for r in right_route[-1])
         print(f"| {path} | {len(eps)} | {plans} | " + " | ".join(cells) + f" | {sum(starts)} | {right} |")
     if args.paired:
         from star.stats import paired_difference  # lazy: only with --paired
