@@ -20,7 +20,7 @@ _spec.loader.exec_module(stage_deps)  # its module <-> file helpers; its closure
 # Bottom to top. A module may import its own package and any module of a lower layer; modules of one
 # layer do not import each other across packages.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("star.jsonl", "star.stats", "star.plots", "star.params_io"),
+    ("star.jsonl", "star.stats", "star.plots", "star.params_io", "star.cli_args"),
     ("star.sandbox",),
     ("star.evaluation",),                 # the evaluator, its slots and the rewards computed from its scores
     ("star.agent",),                      # the ReAct protocol: prompt, turns, episode env, trajectory

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
+from star.cli_args import literal_choices
 from star.evaluation.audit import audit_scores, audit_table, hacking_audit, hacking_table, score_both
 from star.evaluation.config import DEFAULTS, SPLIT_DENOMINATORS, FormatterConfig
 from star.evaluation.evaluator import aggregate
@@ -30,9 +31,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--queries", required=True, help="queries: JSONL or the official CSV layout")
     parser.add_argument("--plans", required=True, help='plans JSONL: one {"idx": …, "plan": [...] | null} per line')
     parser.add_argument("--db", default=None, help="database directory, `generated` or `generated:SEED` (default $STAR_DB)")
-    parser.add_argument("--mode", choices=("strict", "official"), default=DEFAULTS.mode,
+    parser.add_argument("--mode", choices=literal_choices(DEFAULTS, "mode"), default=DEFAULTS.mode,
                         help="strict (loopholes closed) or official (official-evaluator parity)")
-    parser.add_argument("--split", choices=("own", *SPLIT_DENOMINATORS), default=DEFAULTS.split,
+    parser.add_argument("--split", choices=literal_choices(DEFAULTS, "split"), default=DEFAULTS.split,
                         help="denominators: own plans (default) or an official split's fixed N/8N/H")
     parser.add_argument("--match", choices=("auto", "idx", "order"), default="auto",
                         help="pair plans with queries by idx, by line order, or decide from the file (auto)")

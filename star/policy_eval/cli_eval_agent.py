@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from star.cli_args import literal_choices, optional_int
 from star.evaluation.queries import load_queries
 from star.policy_eval.config import EvalConfig
 from star.policy_eval.eval_agent import agent_config, journal_key, metric_table, metrics, run_policy, write_outputs
@@ -12,7 +13,7 @@ from star.rollout.backends.select import load_backend
 from star.rollout.base import SamplingParams
 from star.rollout.journal import EpisodeJournal
 from star.sandbox.database import load_database
-from star.teachers.cli_teacher import optional_int, run_teacher
+from star.teachers.cli_teacher import run_teacher
 from star.teachers.llm import LLMTeacher
 from star.training.config import resolve_config
 
@@ -41,12 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only the queries of this trip length, e.g. 3 (the real validation set's 3-day trips)")
     parser.add_argument("--limit", default=None, help="first N queries only (none = all)")
     parser.add_argument("--samples", type=int, default=None, help="episodes per query (rates over all: avg@k)")
-    parser.add_argument("--mode", choices=("official", "strict"), default=None,
+    parser.add_argument("--mode", choices=literal_choices(d, "mode"), default=None,
                         help=f"evaluator mode of the report (default {d.mode})")
     parser.add_argument("--seed", type=int, default=None, help=f"default {d.seed}")
-    parser.add_argument("--prompt", choices=("full", "short"), default=None,
+    parser.add_argument("--prompt", choices=literal_choices(d, "prompt"), default=None,
                         help=f"system prompt, the one the policy was trained with (default {d.prompt})")
-    parser.add_argument("--backend", choices=("transformers", "vllm", "auto"), default=None,
+    parser.add_argument("--backend", choices=literal_choices(d, "backend"), default=None,
                         help=f"generation backend of a local model (default {d.backend}; auto: vLLM where installed)")
     parser.add_argument("--batch", type=int, default=None, help=f"episodes decoded together (default {d.batch})")
     parser.add_argument("--device", default=None, help="cpu / cuda (default: cuda when available)")

@@ -14,16 +14,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from star.cli_args import literal_choices, optional_int
 from star.qa.config import PAPER_DATASETS, QAConfig
 from star.qa.evaluate import evaluate_ood, load_datasets
 from star.qa.report import load_results, plot_table2, table2_markdown
 from star.qa.retrieval import retrieval_recall, retriever_for
-from star.teachers.cli_teacher import optional_int as parse
-
-
-def optional_int(text: str) -> int | None:
-    """An int, or None for 'none' / 'null' / '' (DVC renders a YAML null as 'None')."""
-    return parse(text)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"in any benchmark's release format; repeatable (default: {', '.join(d.datasets)})")
     parser.add_argument("--corpus", default=d.corpus, help="builtin[:DB], a corpus JSONL/TSV (wiki-18 / DPR), or an index dir")
     parser.add_argument("--out", help="output directory (results.json, table.md, predictions/)")
-    parser.add_argument("--retriever", default=d.retrieval.method, choices=["bm25", "e5"], help="retrieval method")
+    parser.add_argument("--retriever", default=d.retrieval.method, choices=literal_choices(d.retrieval, "method"), help="retrieval method")
     parser.add_argument("--top-k", type=int, default=d.retrieval.top_k, help="passages per search")
     parser.add_argument("--index-cache", default=d.retrieval.cache_dir, help="content-addressed index cache directory")
     parser.add_argument("--e5-model", default=d.retrieval.e5_model, help="sentence-transformers model for --retriever e5")

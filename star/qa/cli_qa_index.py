@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 
+from star.cli_args import literal_choices
 from star.qa.config import QAConfig
 from star.qa.retrieval import build_index
 
@@ -17,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = QAConfig()
     parser.add_argument("--out", required=True, help="index folder (a DVC output; rebuilt whole)")
     parser.add_argument("--corpus", default=d.corpus, help="builtin[:DB], or a corpus JSONL/TSV (wiki-18 / DPR)")
-    parser.add_argument("--retriever", default=d.retrieval.method, choices=["bm25", "e5"], help="retrieval method")
+    parser.add_argument("--retriever", default=d.retrieval.method, choices=literal_choices(d.retrieval, "method"), help="retrieval method")
     parser.add_argument("--index-cache", default=d.retrieval.cache_dir, help="content-addressed index cache directory")
     parser.add_argument("--e5-model", default=d.retrieval.e5_model, help="sentence-transformers model for --retriever e5")
     parser.add_argument("--world-db", default=d.builtin.db, help="database of a `builtin` corpus: generated[:SEED] or a dir")

@@ -11,6 +11,7 @@ import json
 import os
 import sys
 
+from star.cli_args import literal_choices
 from star.sandbox.config import DEFAULTS
 from star.sandbox.database import load_database
 from star.sandbox.rows import DatabaseError
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "JSON line {\"name\", \"arguments\", \"observation\"} per call")
     parser.add_argument("--db", default=None, help="database: a directory in the official layout, 'generated' or "
                                                    "'generated:SEED' (default: $STAR_DB, else generated)")
-    parser.add_argument("--style", choices=("compact", "official"), default=DEFAULTS.style,
+    parser.add_argument("--style", choices=literal_choices(DEFAULTS, "style"), default=DEFAULTS.style,
                         help="observation style (default: %(default)s)")
     parser.add_argument("--failure-rate", type=float, default=DEFAULTS.failure_rate,
                         help="probability that a call returns the 'tool is not available' error")

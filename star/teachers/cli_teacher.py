@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import typing
 
 from star.agent.config import AgentConfig
+from star.cli_args import literal_choices, optional_int
 from star.agent.trajectory import write_trajectories
 from star.evaluation.queries import load_queries
 from star.rollout.backends.openai_http import OpenAIBackend
@@ -17,21 +17,6 @@ from star.teachers.config import BuiltinTeacherConfig, TeacherConfig
 from star.teachers.llm import LLMTeacher
 
 
-def optional_int(text: str) -> int | None:
-    """An int, or None for 'none' / 'null' / '' (DVC renders a YAML null as 'None')."""
-    if text.strip().lower() in ("", "none", "null"):
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer or 'none', got {text!r}") from None
-
-
-def _choices(config, field: str) -> tuple[str, ...]:
-    """The values a config's Literal field takes: the config is the one list, the CLI reads it."""
-    return typing.get_args(type(config).model_fields[field].annotation)
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d, a = TeacherConfig(), AgentConfig()
     b = d.builtin
@@ -40,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--samples", type=int, default=d.samples, help=f"trajectories per query (default {d.samples})")
     parser.add_argument("--db", default=None, help="database: a directory in the official layout, generated[:SEED] "
                                                    "(default $STAR_DB, else generated)")
-    parser.add_argument("--teacher", choices=_choices(d, "kind"), default=d.kind)
+    parser.add_argument("--teacher", choices=literal_choices(d, "kind"), default=d.kind)
     parser.add_argument("--endpoint", default=None, help="OpenAI-compatible base URL for --teacher openai")
     parser.add_argument("--model", default=None, help="model name at the endpoint")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
@@ -49,19 +34,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens, help="longest LLM teacher turn")
     parser.add_argument("--workers", type=int, default=d.workers, help="concurrent episodes (openai teacher)")
     parser.add_argument("--failure-rate", type=float, default=a.failure_rate)
-    parser.add_argument("--style", choices=_choices(a, "style"), default=a.style)
-    parser.add_argument("--prompt", choices=_choices(a, "prompt"), default=a.prompt, help="system prompt (sandbox.prompt)")
-    parser.add_argument("--eval-mode", choices=_choices(a, "eval_mode"), default=a.eval_mode)
+    parser.add_argument("--style", choices=literal_choices(a, "style"), default=a.style)
+    parser.add_argument("--prompt", choices=literal_choices(a, "prompt"), default=a.prompt, help="system prompt (sandbox.prompt)")
+    parser.add_argument("--eval-mode", choices=literal_choices(a, "eval_mode"), default=a.eval_mode)
     parser.add_argument("--tool-budget", type=int, default=a.tool_budget)
     habits = parser.add_argument_group("builtin teacher habits (how much it wanders before answering)")
     habits.add_argument("--p-redundant", type=float, default=b.p_redundant, help="chance per call of repeating a search")
     habits.add_argument("--p-typo", type=float, default=b.p_typo, help="chance per city search of a misspelling first")
     habits.add_argument("--p-skip-distance", type=float, default=b.p_skip_distance,
                         help="chance of not checking driving/taxi for a leg")
-    habits.add_argument("--think", choices=_choices(b, "think"), default=b.think,
+    habits.add_argument("--think", choices=literal_choices(b, "think"), default=b.think,
                         help="reasoned: thoughts that restate the facts; brief: a fixed phrase per action; "
                              "route: brief, the first naming the trip's origin and destination")
-    habits.add_argument("--layout", choices=_choices(b, "layout"), default=b.layout,
+    habits.add_argument("--layout", choices=literal_choices(b, "layout"), default=b.layout,
                         help="lines: each tag on its own line; inline: no newline between tags")
     habits.add_argument("--max-cities", type=int, default=b.max_cities, help="most candidate cities of a state it explores")
     parser.add_argument("--tokenizer", default=None, help="tokenizer directory to count tokens (default ~4 chars/token)")

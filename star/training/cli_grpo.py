@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 
+from star.cli_args import literal_choices
 from star.evaluation.queries import load_queries
 from star.evaluation.rewards import names
 from star.sandbox.database import load_database
@@ -23,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queries", required=True, help="RL training queries (JSONL or official CSV)")
     parser.add_argument("--out", required=True, help="run directory: metrics.jsonl, checkpoints/, best/, last/")
     parser.add_argument("--val", default=None, help="validation queries for model selection (every validation.every steps)")
-    parser.add_argument("--algorithm", choices=("grpo", "dapo", "arpo"), default=None, help="overrides the config")
+    parser.add_argument("--algorithm", choices=literal_choices(GRPOConfig, "algorithm"), default=None, help="overrides the config")
     parser.add_argument("--reward", choices=names(), default=None,
                         help="a reward of the registry (star.evaluation.rewards); overrides the config")
     parser.add_argument("--db", default=None, help="database spec (directory, generated, generated:SEED); default $STAR_DB")
