@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from star.agent.trajectory import iter_trajectories, write_jsonl
+from star.evaluation.queries import QueryError, load_queries
+from star.rollout.engine import query_id
 from star.teachers.config import SFTDataConfig
+from star.teachers.first_turns import first_turn_examples
 from star.teachers.sft_data import report_table, select
 
 
@@ -16,18 +20,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", default=None, help="also write the report as JSON here")
     parser.add_argument("--tool-budget", type=int, default=d.tool_budget)
     parser.add_argument("--keep-failures", action="store_true", help="do not require success (ablation)")
+    parser.add_argument("--first-turns", type=int, default=d.first_turns,
+                        help="renamed openings added per kept trajectory (needs --queries; default %(default)s)")
+    parser.add_argument("--seed", type=int, default=d.seed, help="seed of the first-turn examples' city pairs")
+    parser.add_argument("--queries", default=None, help="the queries the trajectories answer (for --first-turns)")
+    parser.add_argument("--held-out", nargs="*", default=[], metavar="QUERIES",
+                        help="query files whose trips no first-turn example may re-tell (validation, RL)")
 
 
 def run(args) -> int:
     import json
     from pathlib import Path
 
-    cfg = SFTDataConfig(tool_budget=args.tool_budget, require_success=not args.keep_failures)
+    cfg = SFTDataConfig(tool_budget=args.tool_budget, require_success=not args.keep_failures,
+                        first_turns=args.first_turns, seed=args.seed)
+    if cfg.first_turns and not args.queries:
+        print("star sft-data: --first-turns needs --queries (the queries the trajectories answer)", file=sys.stderr)
+        return 2
     kept, report = select(iter_trajectories(args.rollouts), cfg)
-    write_jsonl(args.out, kept)
+    extra = []
+    if cfg.first_turns:
+        try:
+            queries = {query_id(q, i): q for i, q in enumerate(load_queries(args.queries))}
+            held_out = [q for path in args.held_out for q in load_queries(path)]
+            extra = first_turn_examples(kept, queries, cfg.first_turns, cfg.seed, held_out)
+        except (QueryError, KeyError) as exc:
+            print(f"star sft-data: {exc}", file=sys.stderr)
+            return 2
+    report["first_turns"] = len(extra)
+    write_jsonl(args.out, kept + extra)
     if args.report:
         Path(args.report).parent.mkdir(parents=True, exist_ok=True)
         Path(args.report).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(f"kept {report['kept']} of {report['total']} trajectories -> {args.out}")
+    print(f"kept {report['kept']} of {report['total']} trajectories"
+          + (f", plus {len(extra)} first-turn examples" if extra else "") + f" -> {args.out}")
     print(report_table(report))
     return 0

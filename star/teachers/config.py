@@ -72,3 +72,9 @@ class SFTDataConfig(BaseModel):
     """Keep only trajectories whose every assistant turn parses cleanly and that end with an answer."""
     tool_budget: int = Field(60, ge=1)
     """Reject trajectories with more tool calls than this."""
+    first_turns: int = Field(0, ge=0)
+    """Renamed openings added per kept trajectory: its query and first turn re-told for another ordered pair of
+    the world's cities (star/teachers/first_turns.py), so a small model trains the copy of the trip's two ends
+    on many more queries; 0 = none."""
+    seed: int = 0
+    """Seed of the city pairs the first-turn examples draw."""

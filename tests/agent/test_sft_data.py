@@ -139,3 +139,87 @@ def test_the_teacher_cli_offers_every_value_its_config_takes(generated_db, synth
     first = [m["content"] for m in read_trajectories(tmp_path / "route.jsonl")[0].messages if m["role"] == "assistant"][0]
     q = synthetic_queries[0]
     assert f"{q['org']} to {q['dest']}. Next: " in first
+
+
+@pytest.fixture(scope="module")
+def route_records(generated_db, synthetic_queries):
+    """Kept SFT records of the route-naming teacher, and the queries they answer by id."""
+    from star.teachers.config import BuiltinTeacherConfig
+
+    teacher = BuiltinTeacher(generated_db, config=BuiltinTeacherConfig(think="route", p_typo=0.0, p_redundant=0.0))
+    kept, _ = select(teacher.run(q, str(i), 0, seed=i) for i, q in enumerate(synthetic_queries))
+    return kept, {str(i): q for i, q in enumerate(synthetic_queries)}
+
+
+def test_a_first_turn_example_retells_the_opening_for_another_city_pair(route_records):
+    from star.agent.turns import parse_turn
+    from star.teachers.first_turns import first_turn_examples
+
+    kept, queries = route_records
+    examples = first_turn_examples(kept, queries, per_record=3, seed=0)
+    one_city = [r for r in kept if queries[r["query_id"]]["visiting_city_number"] == 1]
+    assert one_city and len(examples) == 3 * len(one_city)
+    for ex in examples:
+        src_id, pair = ex["query_id"].split("/")
+        org, dest = pair.split("-")
+        q, src = queries[src_id], next(r for r in kept if r["query_id"] == src_id)
+        assert (org, dest) != (q["org"], q["dest"]) and org != dest
+        system, user, turn = ex["messages"]
+        assert system == src["messages"][0] and [m["role"] for m in ex["messages"]] == ["system", "user", "assistant"]
+        assert org in user["content"] and dest in user["content"]
+        assert user["content"].index(org) < user["content"].index(dest)  # the query's wording kept, names swapped
+        parsed = parse_turn(turn["content"])
+        assert parsed.ok and parsed.think.startswith(f"{org} to {dest}.")
+        assert dest in parsed.arguments.values()
+
+
+def test_no_first_turn_example_retells_a_held_out_trip(route_records):
+    from star.teachers.first_turns import first_turn_examples
+
+    kept, queries = route_records
+    rec = next(r for r in kept if queries[r["query_id"]]["visiting_city_number"] == 1)
+    q = queries[rec["query_id"]]
+    one_city = [x for x in queries.values() if x["visiting_city_number"] == 1]
+    cities = sorted({x["org"] for x in one_city} | {x["dest"] for x in one_city})
+    others = [(a, b) for a in cities for b in cities if a != b and (a, b) != (q["org"], q["dest"])]
+    free = others[0]
+    held_out = [dict(q, org=a, dest=b) for a, b in others[1:]]  # every other pair on the same dates is held out
+    examples = first_turn_examples([rec], queries, per_record=5, seed=0, held_out=held_out)
+    assert [e["query_id"] for e in examples] == [f"{rec['query_id']}/{free[0]}-{free[1]}"]
+
+
+def test_first_turn_examples_are_seeded_per_record(route_records):
+    from star.teachers.first_turns import first_turn_examples
+
+    kept, queries = route_records
+    every = first_turn_examples(kept, queries, per_record=2, seed=1)
+    rec = [r for r in kept if queries[r["query_id"]]["visiting_city_number"] == 1][-1]
+    alone = first_turn_examples([rec], queries, per_record=2, seed=1)
+    assert len(alone) == 2 and alone == [e for e in every if e["query_id"].startswith(rec["query_id"] + "/")]
+    assert [e["query_id"] for e in first_turn_examples(kept, queries, 2, seed=2)] != [e["query_id"] for e in every]
+
+
+def test_rename_cities_swaps_whole_names_at_once():
+    from star.teachers.first_turns import rename_cities
+
+    names = {"Austin": "Dallas", "Dallas": "Austin"}
+    assert rename_cities("from Austin to Dallas, not Austinville", names) == "from Dallas to Austin, not Austinville"
+
+
+def test_sft_data_cli_adds_first_turn_examples_and_refuses_them_without_queries(route_records, synthetic_queries,
+                                                                                tmp_path, capsys):
+    from star.jsonl import write_jsonl
+
+    kept, _ = route_records
+    src, qs, out, rep = (tmp_path / n for n in ("rollouts.jsonl", "queries.jsonl", "sft.jsonl", "report.json"))
+    write_jsonl(qs, synthetic_queries)
+    assert main(["teacher", "--queries", str(qs), "--out", str(src), "--db", "generated", "--think", "route",
+                 "--p-typo", "0"]) == 0
+    assert main(["sft-data", str(src), "--out", str(out), "--first-turns", "2"]) == 2
+    assert "--first-turns needs --queries" in capsys.readouterr().err and not out.exists()
+    assert main(["sft-data", str(src), "--out", str(out), "--report", str(rep), "--first-turns", "2",
+                 "--queries", str(qs)]) == 0
+    report = json.loads(rep.read_text())
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert report["first_turns"] == sum(bool(x.get("first_turn")) for x in lines) > 0
+    assert len(lines) == report["kept"] + report["first_turns"]

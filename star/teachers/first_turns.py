@@ -1,0 +1,63 @@
+"""First-turn SFT examples: a kept trajectory's opening, re-told for other city pairs.
+
+A small model trained on a few hundred full trajectories learns a world's listings but not to read the
+trip's two ends out of the query (travel-small run 4: the first thought named the right route in ~14% of
+held-out episodes, near the 5% of a guess among 20 ordered pairs). The copy is one short stretch of each
+trajectory, so it is trained on few examples. This module gives it more: each kept trajectory's system
+prompt, query and first assistant turn, with the origin and the destination renamed to another ordered pair
+of the world's cities in both the query and the turn (the rest of the query is unchanged; the example stops
+before any tool answers, so nothing in it depends on the database). A pair that would re-tell a held-out
+trip (same origin, destination and dates) is skipped, so no held-out query's opening is trained on.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterable
+
+
+def rename_cities(text: str, names: dict[str, str]) -> str:
+    """`text` with every whole-word occurrence of each key replaced by its value, all at once (a swap works)."""
+    if not names:
+        return text
+    pattern = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(names, key=len, reverse=True)) + r")\b")
+    return pattern.sub(lambda m: names[m.group(1)], text)
+
+
+def trip_key(query: dict) -> tuple:
+    """What makes two queries the same trip here: origin, destination and dates."""
+    return query["org"], query["dest"], tuple(query.get("date") or ())
+
+
+def first_turn_examples(records: Iterable[dict], queries: dict[str, dict], per_record: int, seed: int = 0,
+                        held_out: Iterable[dict] = ()) -> list[dict]:
+    """Up to `per_record` renamed openings of each SFT record (chat form, `to_sft_record`), in record order.
+
+    `queries` maps query id -> query; the cities are every origin and destination of its one-city trips. Only
+    one-city trips are re-told (a multi-city trip's destination is a state), and only openings that name the
+    destination as the query spells it (not a misspelt first search). Each record draws its pairs from its
+    own seeded stream, so the examples do not depend on which other records were kept.
+    """
+    one_city = [q for q in queries.values() if int(q.get("visiting_city_number") or 1) == 1]
+    cities = sorted({q["org"] for q in one_city} | {q["dest"] for q in one_city})
+    banned = {trip_key(q) for q in held_out}
+    out: list[dict] = []
+    for rec in records:
+        q = queries.get(rec["query_id"])
+        if q is None:
+            raise KeyError(f"SFT record {rec['query_id']!r} has no query in the query file given")
+        msgs = rec["messages"]
+        if (int(q.get("visiting_city_number") or 1) != 1 or len(msgs) < 3 or msgs[2]["role"] != "assistant"
+                or not re.search(rf"\b{re.escape(q['dest'])}\b", msgs[2]["content"])):
+            continue  # a multi-city trip, or an opening that does not name the destination as the query does
+        pairs = [(a, b) for a in cities for b in cities
+                 if a != b and (a, b) != (q["org"], q["dest"])
+                 and (a, b, tuple(q.get("date") or ())) not in banned]
+        rng = random.Random(f"{seed}:{rec['query_id']}:{rec.get('sample', 0)}")
+        for org, dest in rng.sample(pairs, min(per_record, len(pairs))):
+            names = {q["org"]: org, q["dest"]: dest}
+            turn = [msgs[0], *({"role": m["role"], "content": rename_cities(m["content"], names)} for m in msgs[1:3])]
+            out.append({"messages": turn, "query_id": f"{rec['query_id']}/{org}-{dest}", "level": rec.get("level"),
+                        "sample": rec.get("sample", 0), "tool_calls": 0, "first_turn": True})
+    return out
