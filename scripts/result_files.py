@@ -1,5 +1,6 @@
 """The small files that let anyone re-score an evaluation without its model: per episode the query id, sample,
-seed, level, finish reason, tool calls, policy tokens and plan (no token ids, no messages), gzipped.
+seed, level, finish reason, tool calls, policy tokens, first assistant turn and plan (no token ids, no other
+messages), gzipped.
 
     .venv/bin/python scripts/result_files.py --eval metrics/eval/sft --out docs/experiments/data/X/sft.jsonl.gz
     .venv/bin/python scripts/result_files.py --queries data/splits/val.jsonl --limit 200 \
@@ -31,7 +32,9 @@ def slim(trajectory: dict) -> dict:
     missing = [k for k in ("query_id", "finish_reason") if k not in trajectory]
     if missing:
         raise ValueError(f"episode record lacks {missing}: not an eval-agent trajectory")
-    return {"idx": trajectory["query_id"], **{k: trajectory.get(k) for k in KEEP}}
+    first = next((m["content"] for m in trajectory.get("messages") or () if m.get("role") == "assistant"), None)
+    # the first turn: what the episode read off the query (scripts/first_thoughts.py), before any tool answered
+    return {"idx": trajectory["query_id"], **{k: trajectory.get(k) for k in KEEP}, "first_turn": first}
 
 
 def write_gz(records: list[dict], out: Path) -> Path:
