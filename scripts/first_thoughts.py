@@ -61,31 +61,45 @@ def first_turns_of(records: list[dict]) -> list[dict]:
     return out
 
 
+def eval_config(config: str | None):
+    """The evaluation's settings as the eval stage runs them: the params file's `eval` section, with the prompt
+    dvc.yaml passes it (`--prompt ${sandbox.prompt}`, the one the policy was trained with)."""
+    from star.policy_eval.config import EvalConfig
+    from star.sandbox.config import SandboxConfig
+    from star.training.config import resolve_config
+
+    cfg = resolve_config(EvalConfig, "eval", None, config)
+    if config is None:
+        return cfg
+    return cfg.model_copy(update={"prompt": resolve_config(SandboxConfig, "sandbox", None, config).prompt})
+
+
 def greedy_first_turns(model_dir: str, queries: list[dict], config: str | None, db: str | None,
                        batch: int = 16) -> list[dict]:
     """Each query's first turn decoded greedily from the evaluation's opening (its prompt, its system message)."""
     from tqdm import tqdm
 
     from star.agent.env import TravelPlannerEnv
-    from star.policy_eval.config import EvalConfig
     from star.policy_eval.eval_agent import agent_config
     from star.rollout.backends.select import load_backend
     from star.rollout.base import SamplingParams
     from star.rollout.chat import prompt_ids
+    from star.rollout.engine import turn_text
+    from star.sandbox.config import SandboxConfig
     from star.sandbox.database import load_database
     from star.training.config import resolve_config
 
-    cfg = resolve_config(EvalConfig, "eval", None, config)
+    cfg = eval_config(config)
     env = TravelPlannerEnv(load_database(db), agent_config(cfg))
     backend = load_backend("transformers", model_dir, max_batch=batch, max_model_len=cfg.max_context, device="cpu")
-    params = SamplingParams(temperature=0.0, max_new_tokens=min(cfg.max_new_tokens, 128))
+    params = SamplingParams(temperature=0.0, max_new_tokens=cfg.max_new_tokens)
     out = []
     for start in tqdm(range(0, len(queries), batch), desc="first turns", unit="batch"):
         chunk = queries[start:start + batch]
         prompts = [prompt_ids(backend.tokenizer, env.reset(q)) for q in chunk]
         for i, (q, gen) in enumerate(zip(chunk, backend.generate(prompts, params)), start=start):
             out.append({"query_id": query_id(q, i), "sample": 0, "seed": 0,
-                        "turn": backend.tokenizer.decode(gen.token_ids, skip_special_tokens=True)})
+                        "turn": turn_text(backend.tokenizer, gen.token_ids, backend.stop_token_ids)[0]})
     return out
 
 
@@ -104,7 +118,8 @@ def main(argv=None) -> int:
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--episodes", nargs="+", help="trajectories.jsonl or result files (.jsonl.gz)")
     src.add_argument("--model", help="a model directory: decode each query's first turn greedily")
-    ap.add_argument("--config", default=None, help="with --model: params file whose `eval` section sets the prompt")
+    ap.add_argument("--config", default=None,
+                    help="with --model: params file (its `eval` section, and `sandbox.prompt` as the eval stage uses)")
     ap.add_argument("--db", default=None, help="with --model: database (default $STAR_DB)")
     ap.add_argument("--limit", type=int, default=None, help="with --model: the first N queries")
     ap.add_argument("--paired", action="store_true", help="two --episodes files of the same episodes and seeds: "

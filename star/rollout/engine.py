@@ -46,6 +46,13 @@ def episode_list(queries: Sequence[dict], samples_per_query: int) -> list[tuple[
     return [(q, query_id(q, i), s) for i, q in enumerate(queries) for s in range(samples_per_query)]
 
 
+def turn_text(tokenizer, ids: Sequence[int], stop_ids) -> tuple[str, bool]:
+    """A generated turn's text, special tokens kept (the turn's tags may be special tokens), without the stop
+    token that ended it; and whether one did."""
+    ended = bool(ids) and ids[-1] in stop_ids
+    return tokenizer.decode(list(ids[:-1]) if ended else list(ids), skip_special_tokens=False), ended
+
+
 @dataclass
 class Episode:
     """One episode's token view and its environment."""
@@ -111,8 +118,7 @@ class EpisodeStepper:
         ep.mask += [1] * len(ids)
         ep.logprobs += list(gen.logprobs)
         ep.turn += 1
-        ended = bool(ids) and ids[-1] in self.stop_ids
-        text = self.tokenizer.decode(ids[:-1] if ended else ids, skip_special_tokens=False)
+        text, ended = turn_text(self.tokenizer, ids, self.stop_ids)
         capped_by_context = gen.finish_reason == "length" and max_new_tokens < self.base.max_new_tokens
         if capped_by_context and len(ep.ids) >= self.agent_config.max_context:
             ep.env.messages.append({"role": "assistant", "content": text})

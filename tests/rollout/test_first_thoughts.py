@@ -64,3 +64,21 @@ def test_a_model_first_turns_are_decoded_for_each_query(tiny_model_dir, syntheti
     row = capsys.readouterr().out.strip().splitlines()[-1]
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "3" and sum(int(c) for c in cells[2:2 + len(ft.ROUTES)]) == 3
+
+
+def test_the_greedy_first_turn_is_the_one_a_greedy_episode_opens_with(tiny_model_dir, tiny_backend, generated_db,
+                                                                      synthetic_queries, tmp_path):
+    """The gate decodes what the eval stage would: the prompt is `sandbox.prompt` (dvc.yaml passes it to
+    eval-agent), not EvalConfig's default, and the turn is the engine's text of the tokens."""
+    from star.policy_eval.config import EvalConfig
+    from star.policy_eval.eval_agent import run_policy
+
+    params = tmp_path / "params.yaml"
+    params.write_text("sandbox: {prompt: short}\neval: {max_new_tokens: 24, max_context: 4096, tool_budget: 1}\n")
+    queries = synthetic_queries[:3]
+    assert ft.eval_config(str(params)).prompt == "short" != ft.eval_config(None).prompt
+    turns = ft.greedy_first_turns(str(tiny_model_dir), queries, str(params), "generated:0", batch=2)
+    cfg = EvalConfig(prompt="short", temperature=0.0, max_new_tokens=24, max_context=4096, tool_budget=1)
+    episodes = run_policy(tiny_backend, generated_db, queries, cfg, max_batch=2, progress=False)
+    opened = [next(m["content"] for m in t.messages if m["role"] == "assistant") for t in episodes]
+    assert [t["turn"] for t in turns] == opened
