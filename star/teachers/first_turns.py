@@ -4,10 +4,12 @@ A small model trained on a few hundred full trajectories learns a world's listin
 trip's two ends out of the query (travel-small run 4: the first thought named the right route in ~14% of
 held-out episodes, near the 5% of a guess among 20 ordered pairs). The copy is one short stretch of each
 trajectory, so it is trained on few examples. This module gives it more: each kept trajectory's system
-prompt, query and first assistant turn, with the origin and the destination renamed to another ordered pair
-of the world's cities in both the query and the turn (the rest of the query is unchanged; the example stops
+prompt, query and first assistant turn, with the origin and the destination renamed to another route some
+query of the set takes, in both the query and the turn (the rest of the query is unchanged; the example stops
 before any tool answers, so nothing in it depends on the database). A pair that would re-tell a held-out
 trip (same origin, destination and dates) is skipped, so no held-out query's opening is trained on.
+In travel-small run 5 (docs/experiments/travel-small.md) six such openings a trajectory did not teach the
+5.2M model the copy and made its plans far worse: the option stays off by default.
 """
 
 from __future__ import annotations
@@ -34,13 +36,15 @@ def first_turn_examples(records: Iterable[dict], queries: dict[str, dict], per_r
                         held_out: Iterable[dict] = ()) -> list[dict]:
     """Up to `per_record` renamed openings of each SFT record (chat form, `to_sft_record`), in record order.
 
-    `queries` maps query id -> query; the cities are every origin and destination of its one-city trips. Only
+    `queries` maps query id -> query; the pairs are the (origin, destination) of its one-city trips. Only
     one-city trips are re-told (a multi-city trip's destination is a state), and only openings that name the
     destination as the query spells it (not a misspelt first search). Each record draws its pairs from its
     own seeded stream, so the examples do not depend on which other records were kept.
     """
     one_city = [q for q in queries.values() if int(q.get("visiting_city_number") or 1) == 1]
-    cities = sorted({q["org"] for q in one_city} | {q["dest"] for q in one_city})
+    # Only routes some query takes: a pair of the world's cities with no feasible trip would teach a route no
+    # query asks for (travel-small run 5: 59% of its openings named one of the 7 such pairs of 20).
+    routes = sorted({(q["org"], q["dest"]) for q in one_city})
     banned = {trip_key(q) for q in held_out}
     out: list[dict] = []
     for rec in records:
@@ -51,9 +55,8 @@ def first_turn_examples(records: Iterable[dict], queries: dict[str, dict], per_r
         if (int(q.get("visiting_city_number") or 1) != 1 or len(msgs) < 3 or msgs[2]["role"] != "assistant"
                 or not re.search(rf"\b{re.escape(q['dest'])}\b", msgs[2]["content"])):
             continue  # a multi-city trip, or an opening that does not name the destination as the query does
-        pairs = [(a, b) for a in cities for b in cities
-                 if a != b and (a, b) != (q["org"], q["dest"])
-                 and (a, b, tuple(q.get("date") or ())) not in banned]
+        pairs = [(a, b) for a, b in routes
+                 if (a, b) != (q["org"], q["dest"]) and (a, b, tuple(q.get("date") or ())) not in banned]
         rng = random.Random(f"{seed}:{rec['query_id']}:{rec.get('sample', 0)}")
         for org, dest in rng.sample(pairs, min(per_record, len(pairs))):
             names = {q["org"]: org, q["dest"]: dest}
