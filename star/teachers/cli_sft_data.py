@@ -21,7 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tool-budget", type=int, default=d.tool_budget)
     parser.add_argument("--keep-failures", action="store_true", help="do not require success (ablation)")
     parser.add_argument("--first-turns", type=int, default=d.first_turns,
-                        help="renamed openings added per kept trajectory (needs --queries; default %(default)s)")
+                        help="renamed openings per kept trajectory (needs --queries and --first-turns-out; "
+                        "default %(default)s)")
+    parser.add_argument("--first-turns-out", default=None,
+                        help="JSONL of the first-turn examples (SFT's copy stage); written, empty or not, when given")
     parser.add_argument("--seed", type=int, default=d.seed, help="seed of the first-turn examples' city pairs")
     parser.add_argument("--queries", default=None, help="the queries the trajectories answer (for --first-turns)")
     parser.add_argument("--held-out", nargs="*", default=[], metavar="QUERIES",
@@ -34,8 +37,9 @@ def run(args) -> int:
 
     cfg = SFTDataConfig(tool_budget=args.tool_budget, require_success=not args.keep_failures,
                         first_turns=args.first_turns, seed=args.seed)
-    if cfg.first_turns and not args.queries:
-        print("star sft-data: --first-turns needs --queries (the queries the trajectories answer)", file=sys.stderr)
+    if cfg.first_turns and not (args.queries and args.first_turns_out):
+        print("star sft-data: --first-turns needs --queries (the queries the trajectories answer) and "
+              "--first-turns-out (where the examples go)", file=sys.stderr)
         return 2
     kept, report = select(iter_trajectories(args.rollouts), cfg)
     extra = []
@@ -48,11 +52,13 @@ def run(args) -> int:
             print(f"star sft-data: {exc}", file=sys.stderr)
             return 2
     report["first_turns"] = len(extra)
-    write_jsonl(args.out, kept + extra)
+    write_jsonl(args.out, kept)
+    if args.first_turns_out:
+        write_jsonl(args.first_turns_out, extra)
     if args.report:
         Path(args.report).parent.mkdir(parents=True, exist_ok=True)
         Path(args.report).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(f"kept {report['kept']} of {report['total']} trajectories"
-          + (f", plus {len(extra)} first-turn examples" if extra else "") + f" -> {args.out}")
+          + f" -> {args.out}" + (f"; {len(extra)} first-turn examples -> {args.first_turns_out}" if extra else ""))
     print(report_table(report))
     return 0

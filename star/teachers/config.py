@@ -73,8 +73,7 @@ class SFTDataConfig(BaseModel):
     tool_budget: int = Field(60, ge=1)
     """Reject trajectories with more tool calls than this."""
     first_turns: int = Field(0, ge=0)
-    """Renamed openings added per kept trajectory: its query and first turn re-told for another ordered pair of
-    the world's cities (star/teachers/first_turns.py), so a small model trains the copy of the trip's two ends
-    on many more queries; 0 = none."""
+    """Renamed openings written per kept trajectory: its query and first turn re-told for another route of the
+    query set (star/teachers/first_turns.py), the data of SFT's copy stage (sft.first_turn_epochs); 0 = none."""
     seed: int = 0
     """Seed of the city pairs the first-turn examples draw."""

@@ -1,15 +1,16 @@
-"""First-turn SFT examples: a kept trajectory's opening, re-told for other city pairs.
+"""First-turn SFT examples: a kept trajectory's opening, re-told for other city pairs, for a copy stage.
 
 A small model trained on a few hundred full trajectories learns a world's listings but not to read the
 trip's two ends out of the query (travel-small run 4: the first thought named the right route in ~14% of
 held-out episodes, near the 5% of a guess among 20 ordered pairs). The copy is one short stretch of each
-trajectory, so it is trained on few examples. This module gives it more: each kept trajectory's system
-prompt, query and first assistant turn, with the origin and the destination renamed to another route some
+trajectory, so it is trained on few examples. This module gives it more: each kept trajectory's query and
+first assistant turn (without the system prompt), with the origin and the destination renamed to another route some
 query of the set takes, in both the query and the turn (the rest of the query is unchanged; the example stops
 before any tool answers, so nothing in it depends on the database). A pair that would re-tell a held-out
 trip (same origin, destination and dates) is skipped, so no held-out query's opening is trained on.
-In travel-small run 5 (docs/experiments/travel-small.md) six such openings a trajectory did not teach the
-5.2M model the copy and made its plans far worse: the option stays off by default.
+`star sft --first-turns` trains on them before the trajectories (SFTConfig.first_turn_epochs). Mixed into
+the trajectories with the system prompt (travel-small run 5) they neither taught the 5.2M model the copy nor
+left its plans intact; alone and short, they teach it in a few epochs (docs/experiments/travel-small.md).
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ def first_turn_examples(records: Iterable[dict], queries: dict[str, dict], per_r
         rng = random.Random(f"{seed}:{rec['query_id']}:{rec.get('sample', 0)}")
         for org, dest in rng.sample(pairs, min(per_record, len(pairs))):
             names = {q["org"]: org, q["dest"]: dest}
-            turn = [msgs[0], *({"role": m["role"], "content": rename_cities(m["content"], names)} for m in msgs[1:3])]
+            # No system prompt: ~60 tokens instead of ~330, short enough that a model trained from scratch
+            # learns the copy in a few epochs (with the prompt it did not: docs/experiments/travel-small.md).
+            turn = [{"role": m["role"], "content": rename_cities(m["content"], names)} for m in msgs[1:3]]
             out.append({"messages": turn, "query_id": f"{rec['query_id']}/{org}-{dest}", "level": rec.get("level"),
                         "sample": rec.get("sample", 0), "tool_calls": 0, "first_turn": True})
     return out

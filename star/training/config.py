@@ -87,6 +87,10 @@ class SFTConfig(_Config):
     """Seed of data order and dropout."""
     max_steps: int | None = None
     """Stop after this many optimiser steps (None: run all epochs)."""
+    first_turn_epochs: int = Field(0, ge=0)
+    """Copy stage: passes over the first-turn examples (`star sft --first-turns`) before the trajectories; 0: none."""
+    first_turn_batch_size: int = Field(16, ge=1)
+    """Sequences per optimiser step, and per forward pass, in the copy stage (its examples are ~60 tokens)."""
     save_every: int = Field(0, ge=0)
     """Optimiser steps between resumable checkpoints (0: none); `star sft --resume` continues from the newest."""
     keep_checkpoints: int = Field(1, ge=1)

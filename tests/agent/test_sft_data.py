@@ -165,8 +165,8 @@ def test_a_first_turn_example_retells_the_opening_for_another_city_pair(route_re
         org, dest = pair.split("-")
         q, src = queries[src_id], next(r for r in kept if r["query_id"] == src_id)
         assert (org, dest) != (q["org"], q["dest"]) and (org, dest) in routes  # a route some query takes
-        system, user, turn = ex["messages"]
-        assert system == src["messages"][0] and [m["role"] for m in ex["messages"]] == ["system", "user", "assistant"]
+        user, turn = ex["messages"]  # no system prompt: a short example, for the copy stage
+        assert [m["role"] for m in ex["messages"]] == ["user", "assistant"] and src["messages"][0]["role"] == "system"
         assert org in user["content"] and dest in user["content"]
         assert user["content"].index(org) < user["content"].index(dest)  # the query's wording kept, names swapped
         parsed = parse_turn(turn["content"])
@@ -206,20 +206,26 @@ def test_rename_cities_swaps_whole_names_at_once():
     assert rename_cities("from Austin to Dallas, not Austinville", names) == "from Dallas to Austin, not Austinville"
 
 
-def test_sft_data_cli_adds_first_turn_examples_and_refuses_them_without_queries(route_records, synthetic_queries,
-                                                                                tmp_path, capsys):
+def test_sft_data_cli_writes_first_turn_examples_to_their_own_file_and_refuses_them_without_queries(
+        route_records, synthetic_queries, tmp_path, capsys):
     from star.jsonl import write_jsonl
 
     kept, _ = route_records
-    src, qs, out, rep = (tmp_path / n for n in ("rollouts.jsonl", "queries.jsonl", "sft.jsonl", "report.json"))
+    src, qs, out, rep, ft = (tmp_path / n for n in ("rollouts.jsonl", "queries.jsonl", "sft.jsonl", "report.json",
+                                                    "first_turns.jsonl"))
     write_jsonl(qs, synthetic_queries)
     assert main(["teacher", "--queries", str(qs), "--out", str(src), "--db", "generated", "--think", "route",
                  "--p-typo", "0"]) == 0
-    assert main(["sft-data", str(src), "--out", str(out), "--first-turns", "2"]) == 2
+    assert main(["sft-data", str(src), "--out", str(out), "--first-turns", "2", "--first-turns-out", str(ft)]) == 2
     assert "--first-turns needs --queries" in capsys.readouterr().err and not out.exists()
+    assert main(["sft-data", str(src), "--out", str(out), "--first-turns", "2", "--queries", str(qs)]) == 2
+    assert "--first-turns-out" in capsys.readouterr().err and not out.exists()
     assert main(["sft-data", str(src), "--out", str(out), "--report", str(rep), "--first-turns", "2",
-                 "--queries", str(qs)]) == 0
+                 "--queries", str(qs), "--first-turns-out", str(ft)]) == 0
     report = json.loads(rep.read_text())
     lines = [json.loads(x) for x in out.read_text().splitlines()]
-    assert report["first_turns"] == sum(bool(x.get("first_turn")) for x in lines) > 0
-    assert len(lines) == report["kept"] + report["first_turns"]
+    extra = [json.loads(x) for x in ft.read_text().splitlines()]
+    assert len(lines) == report["kept"] and not any(x.get("first_turn") for x in lines)  # trajectories only
+    assert report["first_turns"] == len(extra) > 0 and all(x["first_turn"] for x in extra)
+    assert main(["sft-data", str(src), "--out", str(out), "--first-turns-out", str(ft)]) == 0
+    assert ft.read_text() == ""  # none asked for: the file is there, empty (a DVC out either way)
