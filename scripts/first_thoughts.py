@@ -85,9 +85,7 @@ def greedy_first_turns(model_dir: str, queries: list[dict], config: str | None, 
     from star.rollout.base import SamplingParams
     from star.rollout.chat import prompt_ids
     from star.rollout.engine import turn_text
-    from star.sandbox.config import SandboxConfig
     from star.sandbox.database import load_database
-    from star.training.config import resolve_config
 
     cfg = eval_config(config)
     env = TravelPlannerEnv(load_database(db), agent_config(cfg))
