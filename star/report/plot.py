@@ -124,17 +124,19 @@ def plot_curves(variants: list[VariantResult], path: Path, panels: tuple[str, ..
         return None
     fig, axes = plt.subplots(1, len(present), figsize=(4.2 * len(present), 3.4), squeeze=False)
     for ax, word in zip(axes[0], present):
-        for v in variants:
+        for n, v in enumerate(variants):
             key = key_of(v.curves, word)
             if key:
+                # a run keeps its colour in every panel, even one where an earlier run has no curve
+                color = f"C{n % 10}"
                 steps, vals = zip(*v.curves[key])
                 marker = "." if len(steps) < 30 else None
                 if smooth > 1:
-                    raw = ax.plot(steps, vals, marker=marker, alpha=0.3, linewidth=0.8)[0]
-                    ax.plot(steps, trailing_mean(list(vals), smooth), color=raw.get_color(),
+                    ax.plot(steps, vals, marker=marker, alpha=0.3, linewidth=0.8, color=color)
+                    ax.plot(steps, trailing_mean(list(vals), smooth), color=color,
                             label=f"{v.name} (mean of {smooth})")
                 else:
-                    ax.plot(steps, vals, marker=marker, label=v.name)
+                    ax.plot(steps, vals, marker=marker, label=v.name, color=color)
         for i, (name, curves) in enumerate((pooled or {}).items()):
             key = key_of(curves, word)
             if key:

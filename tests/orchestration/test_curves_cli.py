@@ -89,3 +89,18 @@ def test_curves_pool_names_an_unknown_run_and_needs_two(tmp_path, capsys):
     assert "unknown run names s9 (runs: s0, s1)" in capsys.readouterr().err
     assert main(["curves", str(a), str(b), "--names", "s0", "s1", "--pool", "s0"]) == 2
     assert "at least two" in capsys.readouterr().err
+
+
+def test_a_run_keeps_its_colour_in_a_panel_where_an_earlier_run_has_no_curve(tmp_path, monkeypatch):
+    from star.report import plot
+    from star.report.load import VariantResult
+
+    figures = []
+    monkeypatch.setattr(plot, "save_figure", lambda fig, path: figures.append(fig) or path)
+    no_kl = VariantResult("no KL", {}, {}, curves={"reward_mean": [(1, 0.1), (2, 0.2)]})
+    kl = VariantResult("KL", {}, {}, curves={"reward_mean": [(1, 0.3), (2, 0.4)], "kl_ref": [(1, 0.0), (2, 0.01)]})
+    plot.plot_curves([no_kl, kl], tmp_path / "c.png", panels=("reward_mean", "kl_ref"), exact=True)
+    reward, kl_panel = figures[0].axes
+    colour_of = {line.get_label(): line.get_color() for line in reward.get_lines()}
+    assert colour_of["no KL"] != colour_of["KL"]
+    assert [line.get_color() for line in kl_panel.get_lines()] == [colour_of["KL"]]
