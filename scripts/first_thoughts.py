@@ -63,15 +63,10 @@ def first_turns_of(records: list[dict]) -> list[dict]:
 
 def eval_config(config: str | None):
     """The evaluation's settings as the eval stage runs them: the params file's `eval` section, with the prompt
-    dvc.yaml passes it (`--prompt ${sandbox.prompt}`, the one the policy was trained with)."""
-    from star.policy_eval.config import EvalConfig
-    from star.sandbox.config import SandboxConfig
-    from star.training.config import resolve_config
+    the policy was trained with (`sandbox.prompt`)."""
+    from star.policy_eval.cli_eval_agent import eval_settings
 
-    cfg = resolve_config(EvalConfig, "eval", None, config)
-    if config is None:
-        return cfg
-    return cfg.model_copy(update={"prompt": resolve_config(SandboxConfig, "sandbox", None, config).prompt})
+    return eval_settings(config, {})
 
 
 def greedy_first_turns(model_dir: str, queries: list[dict], config: str | None, db: str | None,

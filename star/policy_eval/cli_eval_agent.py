@@ -6,12 +6,14 @@ import argparse
 
 from star.cli_args import literal_choices, optional_int
 from star.evaluation.queries import load_queries
+from star.params_io import load_yaml
 from star.policy_eval.config import EvalConfig
 from star.policy_eval.eval_agent import agent_config, journal_key, metric_table, metrics, run_policy, write_outputs
 from star.rollout.backends.openai_http import OpenAIBackend
 from star.rollout.backends.select import load_backend
 from star.rollout.base import SamplingParams
 from star.rollout.journal import EpisodeJournal
+from star.sandbox.config import SandboxConfig
 from star.sandbox.database import load_database
 from star.teachers.cli_teacher import run_teacher
 from star.teachers.llm import LLMTeacher
@@ -46,7 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"evaluator mode of the report (default {d.mode})")
     parser.add_argument("--seed", type=int, default=None, help=f"default {d.seed}")
     parser.add_argument("--prompt", choices=literal_choices(d, "prompt"), default=None,
-                        help=f"system prompt, the one the policy was trained with (default {d.prompt})")
+                        help=f"system prompt, the one the policy was trained with (default: --config's "
+                             f"sandbox.prompt, else {d.prompt})")
     parser.add_argument("--backend", choices=literal_choices(d, "backend"), default=None,
                         help=f"generation backend of a local model (default {d.backend}; auto: vLLM where installed)")
     parser.add_argument("--batch", type=int, default=None, help=f"episodes decoded together (default {d.batch})")
@@ -59,15 +62,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true")
 
 
+def trained_prompt(config: str | None) -> str | None:
+    """The system prompt a params file trained its policy with (`sandbox.prompt`), unless its `eval` section
+    names one itself; None for no file, or a file with neither."""
+    if config is None:
+        return None
+    data = load_yaml(config)
+    if "prompt" in (data.get("eval") or {}) or "prompt" not in (data.get("sandbox") or {}):
+        return None
+    return SandboxConfig(prompt=data["sandbox"]["prompt"]).prompt
+
+
+def eval_settings(config: str | None, given: dict) -> EvalConfig:
+    """A params file's `eval` section, then the fields given. The prompt, unless given or `eval.prompt` sets
+    it, is the file's `sandbox.prompt`: a policy is evaluated with the prompt it was trained with, as the eval
+    stage runs it."""
+    cfg = resolve_config(EvalConfig, "eval", None, config)
+    if "prompt" not in given and (prompt := trained_prompt(config)) is not None:
+        given = {**given, "prompt": prompt}
+    return EvalConfig(**{**cfg.model_dump(), **given})
+
+
 def eval_config(args) -> EvalConfig:
-    """--config's `eval` section, then the flags given; the query file names the split."""
+    """--config's settings (`eval_settings`), then the flags given; the query file names the split."""
     from pathlib import Path
 
-    cfg = resolve_config(EvalConfig, "eval", None, args.config)
     given = {name: getattr(args, name) for name in FIELD_FLAGS if getattr(args, name) is not None}
     if "limit" in given:  # `--limit none` (DVC renders a null so) means every query, over the config's limit
         given["limit"] = optional_int(given["limit"])
-    return EvalConfig(**{**cfg.model_dump(), **given, "split": Path(args.queries).stem})
+    return eval_settings(args.config, {**given, "split": Path(args.queries).stem})
 
 
 def run(args) -> int:

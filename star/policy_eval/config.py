@@ -36,7 +36,7 @@ class EvalConfig(BaseModel):
     seed: int = 0
     """Base sampling seed."""
     prompt: Prompt = SANDBOX.prompt
-    """System prompt of each episode (the pipeline passes `sandbox.prompt`, the one the policy was trained with)."""
+    """System prompt of each episode; left unset in a params file, its `sandbox.prompt` (the one the policy trained with)."""
     max_new_tokens: int = Field(2048, ge=1)
     """Longest single assistant turn."""
     backend: BackendName = "transformers"

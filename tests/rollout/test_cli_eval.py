@@ -194,3 +194,25 @@ def test_a_journal_of_other_settings_is_set_aside_not_resumed(tiny_model_dir, qu
                  "--resume", "--quiet"]) == 0
     _check_outputs(out, 3)
     assert (tmp_path / "journal" / "episodes.stale.jsonl").is_file()
+
+
+def test_a_params_file_evaluates_with_the_prompt_its_policy_trained_with(tmp_path):
+    """`star eval-agent --config params.yaml` by hand runs the eval stage's prompt (`sandbox.prompt`), not
+    EvalConfig's default; `eval.prompt` or --prompt still say otherwise."""
+    import argparse
+
+    from star.policy_eval.cli_eval_agent import add_arguments, eval_config
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+
+    def prompt(params: str, *flags: str) -> str:
+        path = tmp_path / "params.yaml"
+        path.write_text(params)
+        args = ["--model", "m", "--queries", "q.jsonl", "--out", "o", "--config", str(path), *flags]
+        return eval_config(parser.parse_args(args)).prompt
+
+    assert prompt("sandbox: {prompt: short}\neval: {limit: 4}\n") == "short"
+    assert prompt("sandbox: {prompt: short}\neval: {prompt: full}\n") == "full"
+    assert prompt("sandbox: {prompt: short}\neval: {limit: 4}\n", "--prompt", "full") == "full"
+    assert prompt("eval: {limit: 4}\n") == "full"  # no sandbox section: the default
