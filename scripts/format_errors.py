@@ -56,7 +56,7 @@ def turns(trajectory: dict) -> list[tuple[str, bool]]:
     for i, m in enumerate(messages):
         if m.get("role") == "assistant":
             out.append((answer_kind(before), broke and i == assistant[-1]))
-        elif m.get("role") in ("tool", "user") and i > 0 and any(j < i for j in assistant):
+        elif m.get("role") in ("tool", "user") and assistant and assistant[0] < i:
             before = m.get("content") or ""  # the query itself is the first user message, not a tool answer
     return out
 
