@@ -134,6 +134,11 @@ class BuiltinTeacher:
             what = ", ".join(f"{v}" for v in args.values())
             self._call(tool, dict(args), f"Let me double-check the {tool} results for {what} before going on.")
 
+    def _no_loss_on_last_call(self) -> None:
+        """Mark the last assistant turn `train: false`: SFT learns the recovery after it, not the mistake."""
+        turn = next(m for m in reversed(self.env.messages) if m["role"] == "assistant")
+        turn["train"] = False
+
     def _calls_left(self) -> int:
         return self.agent_config.tool_budget - self.env.tool_calls
 
@@ -378,7 +383,17 @@ class BuiltinTeacher:
                 # it may skip the road options only when a flight covers the leg: never leaves a leg unconnected
                 if self.rng.random() < self.config.p_skip_distance and flown:
                     continue
-                res = self._call_retrying("GoogleDistanceMatrix", {"departure": a, "destination": b, "mode": mode},
+                args = {"departure": a, "destination": b, "mode": mode}
+                # a mistake only before a search it then makes (a leg searched on an earlier route is skipped);
+                # drawn only when enabled, so that p_self_route 0 leaves the random stream as it was
+                if (self.config.p_self_route and ("GoogleDistanceMatrix", args) not in self._history
+                        and self.rng.random() < self.config.p_self_route):
+                    end = self.rng.choice((a, b))
+                    self._call("GoogleDistanceMatrix", {"departure": end, "destination": end, "mode": mode},
+                               f"{lead}How long and how costly is {mode} from {end} to {end}?")
+                    self._no_loss_on_last_call()
+                    lead = f"There is no route from {end} to itself; the leg is {a} to {b}. "
+                res = self._call_retrying("GoogleDistanceMatrix", args,
                                           f"{lead}How long and how costly is {mode} from {a} to {b}?")
                 lead = ""
                 if res is not None and res.ok:

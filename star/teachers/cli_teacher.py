@@ -43,6 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     habits.add_argument("--p-typo", type=float, default=b.p_typo, help="chance per city search of a misspelling first")
     habits.add_argument("--p-skip-distance", type=float, default=b.p_skip_distance,
                         help="chance of not checking driving/taxi for a leg")
+    habits.add_argument("--p-self-route", type=float, default=b.p_self_route,
+                        help="chance per road search of first searching a city to itself (no SFT loss on it)")
     habits.add_argument("--think", choices=literal_choices(b, "think"), default=b.think,
                         help="reasoned: thoughts that restate the facts; brief: a fixed phrase per action; "
                              "route: brief, the first naming the trip's origin and destination")
@@ -107,6 +109,7 @@ def run(args) -> int:
                         max_new_tokens=args.max_new_tokens,
                         builtin=BuiltinTeacherConfig(p_redundant=args.p_redundant, p_typo=args.p_typo,
                                                      p_skip_distance=args.p_skip_distance,
+                                                     p_self_route=args.p_self_route,
                                                      max_cities=args.max_cities, think=args.think,
                                                      layout=args.layout))
     agent = AgentConfig(style=args.style, prompt=args.prompt, failure_rate=args.failure_rate, eval_mode=args.eval_mode,

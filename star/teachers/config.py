@@ -18,6 +18,10 @@ class BuiltinTeacherConfig(BaseModel):
     """Chance, per city search, of first misspelling the city and correcting it after the error."""
     p_skip_distance: float = Field(0.15, ge=0.0, le=1.0)
     """Chance of not checking driving/taxi options for a leg a flight covers (it may then miss a cheaper mode)."""
+    p_self_route: float = Field(0.0, ge=0.0, le=1.0)
+    """Chance, per road search, of first naming one end of the leg at both ends, reading the tool's 'no route'
+    answer, and then searching the right leg; the wrong call carries no SFT loss (`train: false`), its recovery
+    does. 0 keeps a trajectory's random stream, hence its calls, as without the knob."""
     max_cities: int = Field(5, ge=1)
     """Most candidate cities of a state the teacher investigates (the rest stay unseen)."""
     retries: int = Field(2, ge=0)

@@ -59,7 +59,9 @@ def rejection_reason(t: Trajectory, config: SFTDataConfig | None = None) -> str 
 
 def to_sft_record(t: Trajectory) -> dict:
     """Chat-messages form, loadable with datasets (`Dataset.from_json`)."""
-    return {"messages": [{"role": m["role"], "content": m["content"]} for m in t.messages],
+    # `train: false` (a turn SFT must not learn, e.g. a teacher's deliberate mistake) travels with its message
+    return {"messages": [{"role": m["role"], "content": m["content"], **({"train": False} if m.get("train") is False else {})}
+                         for m in t.messages],
             "query_id": t.query_id, "level": t.level or "unknown", "sample": t.sample,
             "tool_calls": t.tool_calls, "n_tokens": t.n_tokens}
 

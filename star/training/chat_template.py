@@ -64,13 +64,14 @@ def assistant_spans(messages: list[dict]) -> list[tuple[int, int]]:
 
     For each assistant message: its content plus the closing `<|im_end|>` (the policy must learn
     to stop), but not the `<|im_start|>assistant\\n` header, which the generation prompt supplies.
+    A message marked `"train": false` (a turn shown as context, not to imitate) has no span.
     """
     # Each message renders independently (the prefix property), so offsets accumulate.
     spans, offset = [], 0
     header = len(GENERATION_PROMPT)
     for message in messages:
         length = len(render([message]))
-        if message["role"] == "assistant":
+        if message["role"] == "assistant" and message.get("train") is not False:
             spans.append((offset + header, offset + length - 1))  # drop the newline after <|im_end|>
         offset += length
     return spans

@@ -137,3 +137,36 @@ def test_inline_layout_changes_only_the_newlines_between_tags(generated_db, synt
         assert all(parse_turn(r).ok for r in replies_b) and b.success == a.success
         for reply in replies_b:  # every tag touches its neighbour: none follows a bare newline
             assert reply.startswith("<think>Next: ") and "\n<" not in reply and ">\n" not in reply
+
+
+def test_a_self_route_mistake_is_followed_by_the_right_leg_and_carries_no_sft_loss(generated_db, synthetic_queries):
+    from star.teachers.config import BuiltinTeacherConfig
+    from star.teachers.sft_data import select
+
+    plain = BuiltinTeacher(generated_db, config=BuiltinTeacherConfig(think="brief"))
+    zero = BuiltinTeacher(generated_db, config=BuiltinTeacherConfig(think="brief", p_self_route=0.0))
+    always = BuiltinTeacher(generated_db, config=BuiltinTeacherConfig(think="brief", p_self_route=1.0))
+    mistakes = 0
+    for i, q in enumerate(synthetic_queries[:8]):
+        assert zero.run(q, str(i), 0, seed=i).messages == plain.run(q, str(i), 0, seed=i).messages  # same stream
+        t = always.run(q, str(i), 0, seed=i)
+        msgs = t.messages
+        for j, m in enumerate(msgs):
+            turn = parse_turn(m["content"]) if m["role"] == "assistant" else None
+            if turn is None or turn.kind != "tool_call" or turn.tool != "GoogleDistanceMatrix":
+                continue
+            a, b = turn.arguments["departure"], turn.arguments["destination"]
+            if a == b:  # the mistake: no route answer, no loss, then the same mode's search for a real leg
+                mistakes += 1
+                assert m.get("train") is False
+                assert f"No route data from {a} to {a}." in msgs[j + 1]["content"]
+                fixed = parse_turn(msgs[j + 2]["content"])
+                assert fixed.tool == "GoogleDistanceMatrix" and fixed.arguments["mode"] == turn.arguments["mode"]
+                assert a in (fixed.arguments["departure"], fixed.arguments["destination"])
+                assert fixed.arguments["departure"] != fixed.arguments["destination"]
+                assert "train" not in msgs[j + 2]
+            else:
+                assert "train" not in m
+    assert mistakes > 0
+    kept, _ = select(always.run(q, str(i), 0, seed=i) for i, q in enumerate(synthetic_queries[:8]))
+    assert kept and any(m.get("train") is False for r in kept for m in r["messages"])  # the mark reaches SFT data

@@ -21,6 +21,17 @@ def test_loss_mask_covers_exactly_the_assistant_tokens(smoke_tokenizer, conversa
         assert "<tool_response>" in ignored and msgs[1]["content"] in ignored  # observations and prompt masked
 
 
+def test_a_turn_marked_train_false_is_context_not_a_target(smoke_tokenizer, conversations):
+    msgs = [dict(m) for m in conversations[0]]
+    wrong = next(i for i, m in enumerate(msgs) if m["role"] == "assistant")
+    msgs[wrong]["train"] = False
+    ex = encode_conversation(smoke_tokenizer, msgs)
+    learned = smoke_tokenizer.decode([t for t, m in zip(ex.input_ids, ex.loss_mask) if m])
+    assert learned == "".join(m["content"] + "<|im_end|>" for i, m in enumerate(msgs)
+                              if m["role"] == "assistant" and i != wrong)
+    assert msgs[wrong]["content"] in smoke_tokenizer.decode(ex.input_ids)  # still seen as context
+
+
 def test_collate_sets_ignore_labels_outside_the_mask(smoke_tokenizer, conversations):
     exs = [encode_conversation(smoke_tokenizer, m) for m in conversations[:2]]
     batch = collate(exs, pad_id=smoke_tokenizer.pad_token_id)
