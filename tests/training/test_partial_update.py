@@ -40,3 +40,24 @@ def test_sft_with_the_top_layer_changes_only_the_top_layer(tmp_path, smoke_dir, 
     top = len(load_model(smoke_dir).model.layers) - 1
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     assert changed and all(k.startswith((f"model.layers.{top}.", "model.norm.")) for k in changed), changed
+
+
+def test_a_grpo_update_with_the_top_layer_changes_only_the_top_layer_and_the_rollout_model_follows(
+        tmp_path, smoke_dir, generated_db):
+    from star.synthesis.pipeline import synthesize
+    from star.training.grpo import GRPOTrainer
+    from star.training.rl_config import GRPOConfig
+
+    queries = synthesize(generated_db, 1, seed=0)
+    cfg = GRPOConfig(train_top_layers=1, kl_coef=0.04, learning_rate=1e-3, num_generations=2, batch_queries=1,
+                     max_new_tokens=8, max_context=2400, tool_call_budget=2, zero_stage=0, seed=0)
+    trainer = GRPOTrainer(smoke_dir, queries, tmp_path / "rl", cfg, db=generated_db, progress=False)
+    groups, _ = trainer.rollout(queries, seed=0)
+    stats = trainer.update(groups, [[1.0, -1.0]])  # one better, one worse rollout: a real gradient
+    assert stats["optimizer_steps"] == 1 and stats["grad_norm"] > 0
+    before, after = load_model(smoke_dir).state_dict(), trainer.engine.module.state_dict()
+    top = len(trainer.engine.module.model.layers) - 1
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed and all(k.startswith((f"model.layers.{top}.", "model.norm.")) for k in changed), changed
+    synced = trainer.backend.model.state_dict()
+    assert all(torch.equal(synced[k], after[k]) for k in changed)
