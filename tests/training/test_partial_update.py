@@ -36,10 +36,7 @@ def test_sft_with_the_top_layer_changes_only_the_top_layer(tmp_path, smoke_dir, 
                  str(tmp_path / "out"), "--set", "batch_size=2", "--set", "epochs=1", "--set", "max_steps=2",
                  "--set", "zero_stage=0", "--set", "train_top_layers=1", "--set", "learning_rate=1e-3", "--quiet"])
     assert code == 0
-    before, after = load_model(smoke_dir).state_dict(), load_model(tmp_path / "out").state_dict()
-    top = len(load_model(smoke_dir).model.layers) - 1
-    changed = {k for k in before if not torch.equal(before[k], after[k])}
-    assert changed and all(k.startswith((f"model.layers.{top}.", "model.norm.")) for k in changed), changed
+    _assert_only_the_top_block_changed(load_model(smoke_dir), load_model(tmp_path / "out"))
 
 
 def test_a_grpo_update_with_the_top_layer_changes_only_the_top_layer_and_the_rollout_model_follows(
@@ -55,9 +52,15 @@ def test_a_grpo_update_with_the_top_layer_changes_only_the_top_layer_and_the_rol
     groups, _ = trainer.rollout(queries, seed=0)
     stats = trainer.update(groups, [[1.0, -1.0]])  # one better, one worse rollout: a real gradient
     assert stats["optimizer_steps"] == 1 and stats["grad_norm"] > 0
-    before, after = load_model(smoke_dir).state_dict(), trainer.engine.module.state_dict()
-    top = len(trainer.engine.module.model.layers) - 1
+    changed = _assert_only_the_top_block_changed(load_model(smoke_dir), trainer.engine.module)
+    synced, after = trainer.backend.model.state_dict(), trainer.engine.module.state_dict()
+    assert all(torch.equal(synced[k], after[k]) for k in changed)
+
+
+def _assert_only_the_top_block_changed(before_model, after_model) -> set[str]:
+    """Some weights changed, all of them in the top block or the final norm; returns their names."""
+    before, after = before_model.state_dict(), after_model.state_dict()
+    top = len(before_model.model.layers) - 1
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     assert changed and all(k.startswith((f"model.layers.{top}.", "model.norm.")) for k in changed), changed
-    synced = trainer.backend.model.state_dict()
-    assert all(torch.equal(synced[k], after[k]) for k in changed)
+    return changed
