@@ -9,7 +9,8 @@ On a GPU worker run the same script (it picks CUDA when present; pass a paper-* 
 then `python bench/train.py --model-dir models/base --seq 8192 --batch 8 --zero 2 --bf16`); the
 table then reports seconds per optimiser step alongside tokens/s. Both measurements go through
 the real DeepSpeed engine and the trainer's own loss functions (SFT token CE; GRPO clipped
-surrogate with old log-probs recomputed), on sequences of the requested length.
+surrogate with old log-probs recomputed), on sequences of the requested length. The `sft-body` row
+runs SFT's step through the decoder blocks only: `sft` minus it is the LM head and the loss.
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ def _sequences(tokenizer, n: int, seq: int):
     return out
 
 
-def bench_profile(model_dir: Path, seq: int, batch: int, steps: int, zero: int, bf16: bool) -> list[dict]:
+STAGES = ("sft", "sft-body", "grpo-update")
+
+
+def bench_profile(model_dir: Path, seq: int, batch: int, steps: int, zero: int, bf16: bool,
+                  stages=STAGES) -> list[dict]:
     import torch
 
     from star.training import deepspeed_setup as dss
@@ -78,6 +83,15 @@ def bench_profile(model_dir: Path, seq: int, batch: int, steps: int, zero: int, 
             engine.backward(loss / n, scale_wrt_gas=False)
             engine.step()
 
+    def sft_body_step():
+        # The decoder blocks alone (no LM head, no cross-entropy): sft minus this is what the vocabulary-wide
+        # logits and their loss cost, the part a loss over the assistant positions only would shrink.
+        body = engine.module.get_decoder()
+        for b in sft_batches:
+            hidden = body(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).last_hidden_state
+            engine.backward(hidden.float().mean(), scale_wrt_gas=False)
+            engine.step()
+
     def rl_step():
         with torch.no_grad():
             old = [token_logprobs(engine, b["input_ids"], b["attention_mask"])[0] for b in rl_batches]
@@ -89,7 +103,9 @@ def bench_profile(model_dir: Path, seq: int, batch: int, steps: int, zero: int, 
             engine.step()
 
     rows = []
-    for name, fn in (("sft", sft_step), ("grpo-update", rl_step)):
+    step_fns = {"sft": sft_step, "sft-body": sft_body_step, "grpo-update": rl_step}
+    for name in stages:
+        fn = step_fns[name]
         fn()  # warm-up (allocations, kernels)
         times = []
         for _ in range(steps):
@@ -116,6 +132,7 @@ def main(argv=None) -> int:
     ap.add_argument("--zero", type=int, default=2, help="ZeRO stage")
     ap.add_argument("--bf16", action="store_true", help="bf16 mixed precision (GPU; slower on this CPU)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (CPU)")
+    ap.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES), help="which steps to time")
     args = ap.parse_args(argv)
 
     import torch
@@ -130,7 +147,7 @@ def main(argv=None) -> int:
         targets.append((profile, build_model(profile, Path(tmp.name) / profile)))
     rows = []
     for name, path in targets:
-        for r in bench_profile(path, args.seq, args.batch, args.steps, args.zero, args.bf16):
+        for r in bench_profile(path, args.seq, args.batch, args.steps, args.zero, args.bf16, args.stages):
             rows.append({"model": name, **r})
     print(f"\n{'model':<10} {'stage':<12} {'params':>9} {'device':<6} {'seq x batch':>12} {'s/step':>8} {'tokens/s':>9}")
     for r in rows:
